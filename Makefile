@@ -3,18 +3,19 @@ PYTHON ?= python3
 VENV   := .venv
 PY     := $(VENV)/bin/python
 READY  := $(VENV)/.ready
-SANITIZE := notebooks/sanitize.cfg
+SANITIZE := tests/nbval_sanitize.cfg
 NBVAL  := --nbval --nbval-current-env --nbval-sanitize-with $(SANITIZE)
 # Two workers; loadscope keeps each notebook's cells on one worker.
 XDIST  := -n 2 --dist loadscope
 # Jupyter refuses to start as root (containers, classroom images) unless told it may.
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
 
-.PHONY: help venv lab test test-helpers test-notebooks notebooks bench sample stability clean
+.PHONY: help venv lab test lint test-helpers test-notebooks notebooks bench sample stability clean
 
 help:
 	@echo "make lab        set up .venv and open JupyterLab on notebooks/"
-	@echo "make test       helper tests, notebook structure checks, strict nbval of every notebook"
+	@echo "make test       lint, helper tests, notebook structure checks, strict nbval of every notebook"
+	@echo "make lint       ruff: lint everything, check the formatting of the Python files"
 	@echo "make notebooks  re-execute every notebook in place (the only way outputs are made)"
 	@echo "make bench      run benchmarks/ and print ratios against their baselines"
 	@echo "make sample     rebuild the embedded VOC-format sample in helpers/sample_data/"
@@ -32,8 +33,12 @@ $(READY): requirements.txt pyproject.toml
 lab: $(READY)
 	$(VENV)/bin/jupyter lab --ServerApp.root_dir=notebooks $(ALLOW_ROOT)
 
-test: $(READY)
+test: lint
 	$(PY) -m pytest tests notebooks $(NBVAL) $(XDIST) -q
+
+lint: $(READY)
+	$(PY) -m ruff check .
+	$(PY) -m ruff format --check .
 
 test-helpers: $(READY)
 	$(PY) -m pytest tests -q
@@ -55,4 +60,4 @@ stability: $(READY)
 	PYTHONHASHSEED=4242 TZ=Pacific/Kiritimati LC_ALL=C.UTF-8 LANG=C.UTF-8 $(MAKE) test-notebooks
 
 clean:
-	rm -rf notebooks/_work benchmarks/_work
+	rm -rf notebooks/_work benchmarks/_work build
