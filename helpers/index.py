@@ -87,8 +87,9 @@ class RecordReader:
         bounds = [build_index(p) for p in tqdm(self.paths, "indexing", disable=not progress)]
         self._counts = np.array([len(b) - 1 for b in bounds], dtype=np.int64)
         self._first = np.concatenate([[0], np.cumsum(self._counts)])  # first number per file
-        self._starts = np.concatenate([b[:-1] for b in bounds] or [np.zeros(0, np.int64)])
-        self._ends = np.concatenate([b[1:] for b in bounds] or [np.zeros(0, np.int64)])
+        # Every file's boundaries in one array: record g of file f ends where record g + 1 starts,
+        # at position g + f (each file adds one closing boundary).
+        self._bounds = np.concatenate(bounds) if bounds else np.zeros(0, np.int64)
         self._fds = [os.open(p, os.O_RDONLY) for p in self.paths]
 
     def __len__(self) -> int:
@@ -96,8 +97,8 @@ class RecordReader:
 
     @property
     def index_nbytes(self) -> int:
-        """Bytes the index holds in memory (8 per record for starts, 8 for ends)."""
-        return int(self._starts.nbytes + self._ends.nbytes)
+        """Bytes the index holds in memory: 8 per record, plus 8 per file."""
+        return int(self._bounds.nbytes)
 
     def read(self, record: int) -> bytes:
         """Return the payload of record number ``record``.
@@ -124,9 +125,13 @@ class RecordReader:
                 f"record {int(bad[0])} out of range: {len(self)} records in "
                 f"{len(self.paths)} file(s)"
             )
-        files = (np.searchsorted(self._first, records, side="right") - 1).tolist()
+        files = np.searchsorted(self._first, records, side="right") - 1
         local = (records - self._first[files]).tolist()
-        starts, ends = self._starts[records].tolist(), self._ends[records].tolist()
+        starts, ends = (
+            self._bounds[records + files].tolist(),
+            self._bounds[records + files + 1].tolist(),
+        )
+        files = files.tolist()
         payloads = []
         for file, index, start, end in zip(files, local, starts, ends, strict=True):
             path, data = self.paths[file], os.pread(self._fds[file], end - start, start)

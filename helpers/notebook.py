@@ -12,7 +12,7 @@ import shutil
 from pathlib import Path
 
 #: Where notebooks write their files, relative to the notebook's own folder.
-WORK_ROOT = Path("_work")
+_WORK_ROOT = Path("_work")
 
 
 def prepare_tensorflow(seed: int | None = 0, deterministic_ops: bool = True) -> None:
@@ -43,7 +43,8 @@ def prepare_tensorflow(seed: int | None = 0, deterministic_ops: bool = True) -> 
     """
     os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"  # C++ INFO, WARNING and ERROR lines
     os.environ["TF_ENABLE_ONEDNN_OPTS"] = "0"  # the oneDNN notice ignores the log level
-    os.environ.setdefault("TF_CPU_ALLOCATOR_USE_BFC", "true")  # pool freed buffers: no page fault per batch
+    # Pool freed buffers, so that a batch does not page-fault its memory in again.
+    os.environ.setdefault("TF_CPU_ALLOCATOR_USE_BFC", "true")
 
     import absl.logging
     import tensorflow as tf
@@ -56,7 +57,7 @@ def prepare_tensorflow(seed: int | None = 0, deterministic_ops: bool = True) -> 
         tf.config.experimental.enable_op_determinism()
 
 
-def work_dir(name: str, root: Path | str = WORK_ROOT) -> Path:
+def work_dir(name: str, root: Path | str = _WORK_ROOT) -> Path:
     """Return an empty folder ``<root>/<name>`` for a notebook's files.
 
     Anything a previous run left there is removed first, so every run starts

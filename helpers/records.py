@@ -174,8 +174,9 @@ def _write_all(
     """
     existing = [str(p) for p in paths if p.exists()]
     if existing and not overwrite:
+        verb = "exists" if len(existing) == 1 else "exist"
         raise FileExistsError(
-            f"{', '.join(existing)} already exist(s); pass overwrite=True to replace"
+            f"{', '.join(existing)} already {verb}; pass overwrite=True to replace"
         )
     files: list[_AtomicRecordFile] = []
     try:
@@ -215,7 +216,7 @@ def write_records(
     return _write_all([Path(path)], payloads, check_compression(compression), overwrite)[0]
 
 
-def shard_paths(
+def _shard_paths(
     prefix: str | os.PathLike, num_shards: int, compression: str | None = None
 ) -> list[Path]:
     """The names :func:`write_sharded` uses: ``<prefix>-00000-of-00004.tfrecord``.
@@ -251,9 +252,9 @@ def write_sharded(
 
     Raises:
         FileExistsError: if a shard exists and ``overwrite`` is false (nothing is read).
-        FileNotFoundError, TypeError, ValueError: as :func:`write_records` and :func:`shard_paths`.
+        FileNotFoundError, TypeError, ValueError: as :func:`write_records` and :func:`_shard_paths`.
     """
-    paths = shard_paths(prefix, num_shards, compression)
+    paths = _shard_paths(prefix, num_shards, compression)
     _write_all(paths, payloads, check_compression(compression), overwrite)
     return paths
 

@@ -27,7 +27,9 @@ def test_work_dir_rejects_names_that_are_not_plain(tmp_path, bad):
 def _run_fresh(code: str, **extra_env: str) -> subprocess.CompletedProcess:
     """Run ``code`` in a new interpreter whose environment has no TF_ variables but ``extra_env``."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("TF_")} | extra_env
-    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, env=env, timeout=120
+    )
 
 
 def test_prepare_tensorflow_silences_import_and_makes_ops_deterministic():

@@ -12,12 +12,12 @@ import pytest
 from helpers import records
 from helpers.records import (
     RecordError,
+    _shard_paths,
     check_header,
     check_payload,
     detect_compression,
     iter_records,
     masked_crc32c,
-    shard_paths,
     verify,
     write_records,
     write_sharded,
@@ -358,23 +358,27 @@ def test_a_missing_file_is_file_not_found(tmp_path):
 
 
 def test_shard_paths_follow_the_usual_pattern(tmp_path):
-    names = [p.name for p in shard_paths(tmp_path / "train", 4)]
+    names = [p.name for p in _shard_paths(tmp_path / "train", 4)]
     assert names == [f"train-0000{i}-of-00004.tfrecord" for i in range(4)]
-    assert [p.name for p in shard_paths("out/val", 1, "GZIP")] == ["val-00000-of-00001.tfrecord.gz"]
-    assert [p.name for p in shard_paths("out/val", 1, "ZLIB")] == ["val-00000-of-00001.tfrecord.zz"]
+    assert [p.name for p in _shard_paths("out/val", 1, "GZIP")] == [
+        "val-00000-of-00001.tfrecord.gz"
+    ]
+    assert [p.name for p in _shard_paths("out/val", 1, "ZLIB")] == [
+        "val-00000-of-00001.tfrecord.zz"
+    ]
     for bad in (0, -1):
         with pytest.raises(ValueError, match="num_shards must be at least 1"):
-            shard_paths("x", bad)
+            _shard_paths("x", bad)
     for bad in (1.5, None, True):
         with pytest.raises(TypeError, match="num_shards must be an int"):
-            shard_paths("x", bad)
+            _shard_paths("x", bad)
 
 
 @pytest.mark.parametrize("compression", COMPRESSIONS)
 def test_write_sharded_deals_records_round_robin(tmp_path, compression):
     payloads = payloads_of(range(10, 21))  # 11 records
     paths = write_sharded(tmp_path / "train", iter(payloads), 4, compression=compression)
-    assert paths == shard_paths(tmp_path / "train", 4, compression)
+    assert paths == _shard_paths(tmp_path / "train", 4, compression)
     for shard, path in enumerate(paths):
         assert list(iter_records(path, compression)) == payloads[shard::4]
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in paths)
@@ -387,7 +391,7 @@ def test_more_shards_than_records_gives_valid_empty_shards(tmp_path):
 
 def test_write_sharded_refuses_to_overwrite_and_writes_nothing(tmp_path):
     prefix = tmp_path / "train"
-    existing = shard_paths(prefix, 3)[2]
+    existing = _shard_paths(prefix, 3)[2]
     existing.write_bytes(b"precious")
     with pytest.raises(FileExistsError, match="train-00002-of-00003.tfrecord"):
         write_sharded(prefix, [b"a", b"b", b"c"], 3)
