@@ -4,16 +4,18 @@ import gzip
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
 from helpers.cli import main
-from helpers.inspect import message_class
-from helpers.records import iter_records_with_offsets, write_records
+from helpers.records import iter_records, write_records
+
+tf = pytest.importorskip("tensorflow")
 
 
 def example(index: int) -> bytes:
-    message = message_class("Example")()
+    message = tf.train.Example()
     features = message.features.feature
     features["id"].int64_list.value.append(index)
     features["image"].bytes_list.value.append(bytes(range(256))[: 40 + index])
@@ -21,10 +23,11 @@ def example(index: int) -> bytes:
 
 
 def sequence_example(steps: int) -> bytes:
-    message = message_class("SequenceExample")()
+    message = tf.train.SequenceExample()
     message.context.feature["day"].bytes_list.value.append(b"monday")
     for step in range(steps):
-        message.feature_lists.feature_list["t"].feature.add().float_list.value.extend([step, step / 2])
+        values = message.feature_lists.feature_list["t"].feature.add().float_list.value
+        values.extend([step, step / 2])
     return message.SerializeToString(deterministic=True)
 
 
@@ -35,7 +38,7 @@ def files(tmp_path, monkeypatch):
     write_records("good.tfrecord", [example(i) for i in range(4)])
     write_records("good.tfrecord.gz", [example(i) for i in range(4)], compression="GZIP")
     data = open("good.tfrecord", "rb").read()
-    offsets = [offset for offset, _ in iter_records_with_offsets("good.tfrecord")]
+    offsets = [offset for offset, _ in iter_records("good.tfrecord", offsets=True)]
 
     def damaged(name: str, content: bytes) -> None:
         with open(name, "wb") as file:
@@ -63,8 +66,11 @@ def run(capsys, *argv):
 def test_verify_intact_plain_and_gzip_files(files, capsys):
     status, out, err = run(capsys, "verify", "good.tfrecord", "good.tfrecord.gz")
     assert status == 0 and err == ""
-    assert out.splitlines() == ["good.tfrecord: ok, 4 records", "good.tfrecord.gz: ok, 4 records, GZIP",
-                                "2 of 2 files intact"]
+    assert out.splitlines() == [
+        "good.tfrecord: ok, 4 records",
+        "good.tfrecord.gz: ok, 4 records, GZIP",
+        "2 of 2 files intact",
+    ]
 
 
 def test_verify_detects_gzip_by_content_not_name_and_accepts_an_empty_file(files, capsys):
@@ -72,17 +78,25 @@ def test_verify_detects_gzip_by_content_not_name_and_accepts_an_empty_file(files
     open("empty.tfrecord", "wb").close()
     status, out, _ = run(capsys, "verify", "renamed.tfrecord", "empty.tfrecord")
     assert status == 0
-    assert out.splitlines()[:2] == ["renamed.tfrecord: ok, 4 records, GZIP", "empty.tfrecord: ok, 0 records"]
+    assert out.splitlines()[:2] == [
+        "renamed.tfrecord: ok, 4 records, GZIP",
+        "empty.tfrecord: ok, 0 records",
+    ]
 
 
-@pytest.mark.parametrize("name, index, reason", [
-    ("payload.tfrecord", 2, "payload CRC mismatch"),
-    ("header.tfrecord", 1, "length CRC mismatch: the record header is damaged"),
-    ("truncated.tfrecord", 3, "file ends inside the payload"),
-    ("short.tfrecord", 3, "file ends inside a record header (5 of 12 bytes)"),
-    ("text.tfrecord", 0, "this is not a TFRecord file"),
-])
-def test_verify_names_record_offset_and_reason_of_each_kind_of_damage(files, capsys, name, index, reason):
+@pytest.mark.parametrize(
+    "name, index, reason",
+    [
+        ("payload.tfrecord", 2, "payload CRC mismatch"),
+        ("header.tfrecord", 1, "length CRC mismatch: the record header is damaged"),
+        ("truncated.tfrecord", 3, "file ends inside the payload"),
+        ("short.tfrecord", 3, "file ends inside a record header (5 of 12 bytes)"),
+        ("text.tfrecord", 0, "neither a TFRecord file nor a GZIP- or ZLIB-compressed one"),
+    ],
+)
+def test_verify_names_record_offset_and_reason_of_each_kind_of_damage(
+    files, capsys, name, index, reason
+):
     status, out, err = run(capsys, "verify", name)
     assert status == 1 and out == ""
     assert len(err.splitlines()) == 1
@@ -98,11 +112,17 @@ def test_verify_damaged_gzip_says_the_offset_is_uncompressed(files, capsys):
 
 
 def test_verify_goes_on_after_a_problem_and_reports_every_file(files, capsys, tmp_path):
-    status, out, err = run(capsys, "verify", "payload.tfrecord", "missing.tfrecord", str(tmp_path), "good.tfrecord")
+    status, out, err = run(
+        capsys, "verify", "payload.tfrecord", "missing.tfrecord", str(tmp_path), "good.tfrecord"
+    )
     assert status == 1
     assert out.splitlines() == ["good.tfrecord: ok, 4 records", "1 of 4 files intact"]
     problems = err.splitlines()
-    assert [line.split(":")[0] for line in problems] == ["payload.tfrecord", "missing.tfrecord", str(tmp_path)]
+    assert [line.split(":")[0] for line in problems] == [
+        "payload.tfrecord",
+        "missing.tfrecord",
+        str(tmp_path),
+    ]
     assert problems[1] == "missing.tfrecord: cannot read: No such file or directory"
     assert problems[2] == f"{tmp_path}: cannot read: Is a directory"
 
@@ -131,7 +151,9 @@ def test_inspect_sequence_example_file(tmp_path, capsys, monkeypatch):
     status, out, _ = run(capsys, "inspect", "seq.tfrecord")
     assert status == 0
     assert "seq.tfrecord: 2 records of tf.train.SequenceExample" in out
-    assert ["t", "float", "3-6", "2", "-", "2", "of", "2"] in [line.split() for line in out.splitlines()]
+    assert ["t", "float", "3-6", "2", "-", "2", "of", "2"] in [
+        line.split() for line in out.splitlines()
+    ]
 
 
 def test_inspect_reports_damage_and_payloads_that_are_not_examples(files, capsys):
@@ -139,9 +161,13 @@ def test_inspect_reports_damage_and_payloads_that_are_not_examples(files, capsys
     status, out, err = run(capsys, "inspect", "png.tfrecord", "payload.tfrecord", "good.tfrecord")
     assert status == 1
     problems = err.splitlines()
-    assert problems[0].startswith(f"png.tfrecord: record 1 at byte {files[1]}: not a tf.train.Example")
+    assert problems[0].startswith(
+        f"png.tfrecord: record 1 at byte {files[1]}: not a tf.train.Example"
+    )
     assert "look like a PNG image" in problems[0]
-    assert problems[1].startswith(f"payload.tfrecord: record 2 at byte {files[2]}: payload CRC mismatch")
+    assert problems[1].startswith(
+        f"payload.tfrecord: record 2 at byte {files[2]}: payload CRC mismatch"
+    )
     assert "good.tfrecord: 4 records of tf.train.Example" in out
 
 
@@ -157,14 +183,24 @@ def test_help_of_every_command(capsys, command):
     assert out.startswith("usage: ") and "--help" in out
 
 
-@pytest.mark.parametrize("argv, says", [
-    ([], "the following arguments are required: COMMAND"),
-    (["verify"], "the following arguments are required: FILE"),
-    (["inspect", "x", "--show", "-1"], "expected a record index"),
-    (["verify", "--compression", "zip", "x"], "expected GZIP or NONE"),
-    (["convert-voc", "--split", "train", "--out", "x", "--shards", "0"], "expected a positive integer"),
-    (["frobnicate"], "invalid choice"),
-])
+@pytest.mark.parametrize(
+    "argv, says",
+    [
+        ([], "the following arguments are required: COMMAND"),
+        (["verify"], "the following arguments are required: FILE"),
+        (["inspect", "x", "--show", "-1"], "expected a record index"),
+        (["verify", "--compression", "zip", "x"], "expected GZIP, ZLIB or NONE"),
+        (
+            ["convert-voc", "--split", "train", "--out", "x", "--num-shards", "0"],
+            "expected a positive",
+        ),
+        (
+            ["convert-voc", "--split", "train", "--out", "x", "--shards", "two"],
+            "expected a positive",
+        ),
+        (["frobnicate"], "invalid choice"),
+    ],
+)
 def test_bad_usage_exits_2_with_a_message(capsys, argv, says):
     status, _, err = run(capsys, *argv)
     assert status == 2 and says in err
@@ -173,17 +209,22 @@ def test_bad_usage_exits_2_with_a_message(capsys, argv, says):
 def test_convert_voc_writes_shards_and_refuses_to_overwrite(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
     monkeypatch.delenv("VOC_ROOT", raising=False)
-    argv = ["convert-voc", "--split", "train", "--out", "train", "--shards", "2", "--quiet"]
+    argv = ["convert-voc", "--split", "train", "--out", "train", "--num-shards", "2", "--quiet"]
     status, out, err = run(capsys, *argv)
     assert status == 0 and err == ""
     shards = sorted(tmp_path.glob("train-*.tfrecord"))
-    assert [p.name for p in shards] == ["train-00000-of-00002.tfrecord", "train-00001-of-00002.tfrecord"]
+    assert [p.name for p in shards] == [
+        "train-00000-of-00002.tfrecord",
+        "train-00001-of-00002.tfrecord",
+    ]
     total = sum(p.stat().st_size for p in shards)
     from helpers import voc
 
     count = len(voc.read_split(voc.sample_root(), "train"))
-    assert out == (f"wrote split 'train': {count:,} records in 2 files, {total:,} bytes: "
-                   "train-00000-of-00002.tfrecord ... train-00001-of-00002.tfrecord\n")
+    assert out == (
+        f"wrote split 'train': {count:,} records in 2 files, {total:,} bytes: "
+        "train-00000-of-00002.tfrecord ... train-00001-of-00002.tfrecord\n"
+    )
     before = {p.name: p.read_bytes() for p in shards}
 
     status, out, err = run(capsys, *argv)
@@ -199,15 +240,23 @@ def test_convert_voc_writes_shards_and_refuses_to_overwrite(tmp_path, capsys, mo
 
 def test_convert_voc_gzip_and_a_missing_root(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    status, out, _ = run(capsys, "convert-voc", "--split", "val", "--out", "val", "--compression", "gzip", "--quiet")
+    status, out, _ = run(
+        capsys, "convert-voc", "--split", "val", "--out", "val", "--compression", "gzip", "--quiet"
+    )
     assert status == 0 and "val-00000-of-00001.tfrecord.gz" in out
     assert gzip.decompress((tmp_path / "val-00000-of-00001.tfrecord.gz").read_bytes())
-    status, _, err = run(capsys, "convert-voc", "--voc-root", "nowhere", "--split", "val", "--out", "x")
-    assert status == 1 and len(err.splitlines()) == 1 and "nowhere" in err and "Traceback" not in err
+    status, _, err = run(
+        capsys, "convert-voc", "--voc-root", "nowhere", "--split", "val", "--out", "x"
+    )
+    assert (
+        status == 1 and len(err.splitlines()) == 1 and "nowhere" in err and "Traceback" not in err
+    )
 
 
 def test_python_m_helpers_help_in_a_subprocess():
-    done = subprocess.run([sys.executable, "-m", "helpers", "--help"], capture_output=True, text=True)
+    done = subprocess.run(
+        [sys.executable, "-m", "helpers", "--help"], capture_output=True, text=True
+    )
     assert done.returncode == 0 and done.stderr == ""
     assert done.stdout.startswith("usage: python -m helpers") and "convert-voc" in done.stdout
 
@@ -215,7 +264,73 @@ def test_python_m_helpers_help_in_a_subprocess():
 def test_tensorflow_prints_nothing_when_the_cli_imports_it(tmp_path):
     """convert-voc imports TensorFlow: its logs must not reach stderr (--quiet: no progress bar)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith(("TF_", "VOC_ROOT"))}
-    done = subprocess.run([sys.executable, "-m", "helpers", "convert-voc", "--split", "val", "--out", "val",
-                           "--quiet"], cwd=tmp_path, env=env, capture_output=True, text=True)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "helpers",
+            "convert-voc",
+            "--split",
+            "val",
+            "--out",
+            "val",
+            "--quiet",
+        ],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert (done.returncode, done.stderr) == (0, "")
     assert done.stdout.startswith("wrote ")
+
+
+@pytest.mark.parametrize("compression", ["", "GZIP", "ZLIB"])
+def test_verify_and_inspect_files_written_by_tensorflow(tmp_path, capsys, monkeypatch, compression):
+    monkeypatch.chdir(tmp_path)
+    options = tf.io.TFRecordOptions(compression_type=compression)
+    with tf.io.TFRecordWriter("tf.tfrecord", options=options) as writer:
+        for index in range(3):
+            writer.write(example(index))
+    status, out, err = run(capsys, "verify", "tf.tfrecord")
+    kind = f", {compression}" if compression else ""
+    assert (status, out, err) == (0, f"tf.tfrecord: ok, 3 records{kind}\n", "")
+    status, out, _ = run(capsys, "inspect", "tf.tfrecord")
+    assert status == 0 and out.startswith("tf.tfrecord: 3 records of tf.train.Example")
+
+
+def test_convert_voc_accepts_the_old_shards_spelling_and_writes_zlib(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("VOC_ROOT", raising=False)
+    argv = ["convert-voc", "--split", "val", "--out", "v", "--shards", "2", "--quiet"]
+    status, out, err = run(capsys, *argv, "--compression", "zlib")
+    assert (status, err) == (0, "")
+    paths = sorted(tmp_path.glob("v-*"))
+    assert [p.name for p in paths] == [f"v-0000{i}-of-00002.tfrecord.zz" for i in range(2)]
+    dataset = tf.data.TFRecordDataset([str(p) for p in paths], compression_type="ZLIB")
+    assert sum(1 for _ in dataset) == int(out.split("'val': ")[1].split()[0])
+
+
+def copy_sample(tmp_path):
+    """A writable copy of the embedded VOC sample."""
+    import shutil
+
+    from helpers import voc
+
+    return Path(shutil.copytree(voc.sample_root(), tmp_path / "VOC2012"))
+
+
+@pytest.mark.parametrize("damage", ["garbage", "truncated"])
+def test_convert_voc_names_a_broken_jpeg_and_leaves_nothing(tmp_path, capsys, monkeypatch, damage):
+    root = copy_sample(tmp_path)
+    image_id = (root / "ImageSets" / "Segmentation" / "val.txt").read_text().split()[0]
+    jpeg = root / "JPEGImages" / f"{image_id}.jpg"
+    data = jpeg.read_bytes()
+    jpeg.write_bytes(b"this is not a JPEG" if damage == "garbage" else data[: len(data) // 2])
+    out_dir = tmp_path / "out"
+    argv = ["convert-voc", "--voc-root", str(root), "--split", "val", "--out", str(out_dir / "v")]
+    status, out, err = run(capsys, *argv, "--encoding", "encoded", "--quiet")
+    assert status == 1 and out == ""
+    assert len(err.splitlines()) == 1 and "Traceback" not in err
+    assert image_id in err and f"{image_id}.jpg" in err
+    assert list(out_dir.iterdir()) == []
