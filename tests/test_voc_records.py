@@ -1,36 +1,37 @@
-"""helpers.voc_records: the two Example schemas, plain-Python decoders and split conversion."""
+"""helpers.voc_records: the two schemas, one pair as an Example, whole splits, reading back."""
 
-import io
+import inspect
+import os
+import subprocess
+import sys
 
 import numpy as np
 import pytest
 from PIL import Image
 
 from helpers import voc, voc_records
-from helpers.records import RecordError, iter_records, shard_paths, verify
-from helpers.voc_records import (
-    ENCODED_FEATURES,
-    RAW_FEATURES,
-    ExampleError,
-    convert_split,
-    decode_encoded_example,
-    decode_raw_example,
-    encoded_example,
-    mask_to_png,
-    raw_example,
-    serialize,
-    summarize,
-    voc_example,
-)
+from helpers.records import RecordError, _shard_paths, iter_records, verify, write_records
+from helpers.voc_records import convert_split, feature_spec, read_pairs, summarize, voc_example
 
 tf = pytest.importorskip("tensorflow")
 
-SIZES = {"img_a": (24, 32), "img_b": (17, 9), "img_c": (40, 40), "img_d": (8, 30), "img_e": (21, 13)}
+SIZES = {
+    "img_a": (24, 32),
+    "img_b": (17, 9),
+    "img_c": (40, 40),
+    "img_d": (8, 30),
+    "img_e": (21, 13),
+}
 SPLITS = {"train": ["img_a", "img_b", "img_c"], "val": ["img_d", "img_e"]}
+RAW_KEYS = ["height", "width", "image_raw", "mask_raw", "filename"]
+ENCODED_KEYS = [
+    "image/encoded", "image/filename", "image/format", "image/height", "image/width",
+    "image/channels", "image/segmentation/class/encoded", "image/segmentation/class/format",
+]  # fmt: skip
 
 
 def make_pair(height, width, seed):
-    """A smooth photo-like image (so JPEG keeps it close) and a mask of classes with a void border."""
+    """A smooth photo-like image and a mask of classes with a void band."""
     rng = np.random.default_rng(seed)
     y, x = np.mgrid[0:height, 0:width]
     image = np.stack([(x * 7 + seed * 30) % 256, (y * 5) % 256, (x + y) * 3 % 256], axis=-1)
@@ -46,251 +47,195 @@ def voc_root(tmp_path):
     root = tmp_path / "VOC2012"
     for folder in ("JPEGImages", "SegmentationClass", "ImageSets/Segmentation"):
         (root / folder).mkdir(parents=True)
-    palette = voc.colormap().tobytes()
     for seed, (image_id, (height, width)) in enumerate(SIZES.items()):
         image, mask = make_pair(height, width, seed)
         Image.fromarray(image).save(root / "JPEGImages" / f"{image_id}.jpg", quality=90)
         png = Image.frombytes("P", (width, height), mask.tobytes())
-        png.putpalette(palette)
+        png.putpalette(voc.colormap().tobytes())
         png.save(root / "SegmentationClass" / f"{image_id}.png")
-    for split, ids in SPLITS.items():
+    lists = {**SPLITS, "trainval": SPLITS["train"] + SPLITS["val"]}
+    for split, ids in lists.items():
         (root / "ImageSets" / "Segmentation" / f"{split}.txt").write_text("\n".join(ids) + "\n")
-    (root / "ImageSets" / "Segmentation" / "trainval.txt").write_text("\n".join(SPLITS["train"] + SPLITS["val"]))
     return root
 
 
-def example_with(features):
-    return tf.train.Example(features=tf.train.Features(feature=features))
+def serialized(example):
+    return example.SerializeToString(deterministic=True)
 
 
-# --------------------------------------------------------------------------- serialize
+def pairs_by_name(paths, encoding, compression=None):
+    return {name: (image, mask) for name, image, mask in read_pairs(paths, encoding, compression)}
 
 
-def test_serialize_is_deterministic_whatever_the_feature_order():
-    image, mask = make_pair(4, 5, 0)
-    one = raw_example(image, mask, "a.jpg")
-    other = example_with(dict(reversed(list(one.features.feature.items()))))
-    assert serialize(one) == serialize(other) == one.SerializeToString(deterministic=True)
-    assert tf.train.Example.FromString(serialize(one)) == one
+# --------------------------------------------------------------------------- module
 
 
-# --------------------------------------------------------------------------- raw schema
+def test_importing_does_not_import_tensorflow():
+    code = "import sys, helpers.voc_records; print([m for m in sys.modules if 'tensorflow' in m])"
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert (result.returncode, result.stdout, result.stderr) == (0, "[]\n", "")
 
 
-def test_raw_example_round_trips_in_plain_python():
-    image, mask = make_pair(6, 7, 3)
-    got_image, got_mask, filename = decode_raw_example(serialize(raw_example(image, mask, "x.jpg")))
-    assert filename == "x.jpg"
-    assert got_image.dtype == got_mask.dtype == np.uint8
-    np.testing.assert_array_equal(got_image, image)
-    np.testing.assert_array_equal(got_mask, mask)
+def test_public_names_are_the_few_that_notebooks_and_the_cli_use():
+    def defined_here(value):
+        return inspect.isfunction(value) and value.__module__ == "helpers.voc_records"
+
+    public = {n: v for n, v in vars(voc_records).items() if n[0] != "_"}
+    functions = {n for n, v in public.items() if defined_here(v)}
+    assert functions == {"feature_spec", "voc_example", "convert_split", "summarize", "read_pairs"}
+    assert voc_records.ENCODINGS == ("raw", "encoded")
+    for name in functions:
+        assert "notebook 02" in public[name].__doc__, name
 
 
-def test_raw_example_parses_with_tensorflow_as_the_plain_decoder_does():
-    image, mask = make_pair(6, 7, 4)
-    serialized = serialize(raw_example(image, mask, "y.jpg"))
-    parsed = tf.io.parse_single_example(serialized, RAW_FEATURES)
-    height, width = int(parsed["height"]), int(parsed["width"])
-    tf_image = tf.reshape(tf.io.decode_raw(parsed["image_raw"], tf.uint8), [height, width, 3]).numpy()
-    tf_mask = tf.reshape(tf.io.decode_raw(parsed["mask_raw"], tf.uint8), [height, width]).numpy()
-    plain_image, plain_mask, _ = decode_raw_example(serialized)
-    np.testing.assert_array_equal(tf_image, plain_image)
-    np.testing.assert_array_equal(tf_mask, plain_mask)
+# --------------------------------------------------------------------------- feature specs
 
 
-def raw_features(height=2, width=3, image=b"\0" * 18, mask=b"\0" * 6, filename=b"bad.jpg"):
-    return {
-        "height": voc_records.int64_feature(height),
-        "width": voc_records.int64_feature(width),
-        "image_raw": voc_records.bytes_feature(image),
-        "mask_raw": voc_records.bytes_feature(mask),
-        "filename": voc_records.bytes_feature(filename),
-    }
+def test_feature_spec_lists_the_keys_of_each_schema_with_their_types():
+    raw = feature_spec("raw")
+    assert sorted(raw) == sorted(RAW_KEYS)
+    assert raw["height"] == tf.io.FixedLenFeature([], tf.int64)
+    assert raw["image_raw"] == tf.io.FixedLenFeature([], tf.string)
+    encoded = feature_spec("encoded")
+    assert sorted(encoded) == sorted(ENCODED_KEYS)
+    ints = {key for key, feature in encoded.items() if feature.dtype == tf.int64}
+    assert ints == {"image/height", "image/width", "image/channels"}
 
 
-def test_raw_features_helper_is_valid():
-    image, mask, filename = decode_raw_example(serialize(example_with(raw_features())))
-    assert image.shape == (2, 3, 3) and mask.shape == (2, 3) and filename == "bad.jpg"
+def test_feature_spec_refuses_an_unknown_schema():
+    with pytest.raises(ValueError, match="encoding must be 'raw' or 'encoded', got 'png'"):
+        feature_spec("png")
 
 
-@pytest.mark.parametrize(
-    "change, message",
-    [
-        ({"image": b"\0" * 17}, "bad.jpg: image_raw has 17 bytes, expected height*width*3 = 2*3*3 = 18"),
-        ({"mask": b"\0" * 7}, "bad.jpg: mask_raw has 7 bytes, expected height*width = 2*3 = 6"),
-        ({"height": 3}, "bad.jpg: image_raw has 18 bytes, expected height*width*3 = 3*3*3 = 27"),
-    ],
-)
-def test_raw_decoder_names_the_file_and_sizes_when_bytes_do_not_match(change, message):
-    with pytest.raises(ExampleError) as caught:
-        decode_raw_example(serialize(example_with(raw_features(**change))))
-    assert str(caught.value) == message
+# --------------------------------------------------------------------------- one pair
 
 
-def test_raw_decoder_reports_a_missing_feature_and_what_exists():
-    features = raw_features()
-    del features["mask_raw"]
-    with pytest.raises(ExampleError, match=r"bad.jpg: the Example has no feature 'mask_raw' \(it has \['filename', "):
-        decode_raw_example(serialize(example_with(features)))
-
-
-def test_raw_decoder_reports_a_wrong_type():
-    features = raw_features()
-    features["height"] = voc_records.bytes_feature(b"2")
-    with pytest.raises(ExampleError, match="bad.jpg: feature 'height' holds a bytes_list, expected a int64_list"):
-        decode_raw_example(serialize(example_with(features)))
-
-
-def test_raw_decoder_reports_several_values():
-    features = raw_features()
-    features["width"] = tf.train.Feature(int64_list=tf.train.Int64List(value=[3, 3]))
-    with pytest.raises(ExampleError, match="feature 'width' holds 2 values, expected 1"):
-        decode_raw_example(serialize(example_with(features)))
-
-
-def test_raw_decoder_without_filename_still_explains():
-    features = raw_features(image=b"")
-    del features["filename"]
-    with pytest.raises(ExampleError, match="<no filename>: the Example has no feature 'filename'"):
-        decode_raw_example(serialize(example_with(features)))
-
-
-def test_decoders_refuse_bytes_that_are_not_an_example():
-    with pytest.raises(ExampleError, match="not a serialized tf.train.Example"):
-        decode_raw_example(b"\xff\xff\xff not protobuf")
-
-
-def test_each_decoder_points_to_the_other_for_the_other_schema():
-    image, mask = make_pair(4, 4, 1)
-    record = serialize(encoded_example(b"jpeg", mask_to_png(mask), "e.jpg", 4, 4))
-    with pytest.raises(ExampleError, match="e.jpg: this record is in the encoded schema .* decode_encoded_example"):
-        decode_raw_example(record)
-    raw = serialize(raw_example(image, mask, "r.jpg"))
-    with pytest.raises(ExampleError, match="r.jpg: this record is in the raw schema .* decode_raw_example"):
-        decode_encoded_example(raw)
-
-
-# --------------------------------------------------------------------------- encoded schema
-
-
-def jpeg_bytes(image, quality=90):
-    buffer = io.BytesIO()
-    Image.fromarray(image).save(buffer, format="JPEG", quality=quality)
-    return buffer.getvalue()
-
-
-def test_encoded_example_decodes_mask_exactly_and_image_like_pillow():
-    image, mask = make_pair(12, 10, 2)
-    jpeg = jpeg_bytes(image)
-    record = serialize(encoded_example(jpeg, mask_to_png(mask), "e.jpg", 12, 10))
-    got_image, got_mask, filename = decode_encoded_example(record)
-    assert filename == "e.jpg" and got_image.shape == (12, 10, 3) and got_image.dtype == np.uint8
-    np.testing.assert_array_equal(got_mask, mask)
-    np.testing.assert_array_equal(got_image, np.asarray(Image.open(io.BytesIO(jpeg))))
-
-
-def test_tensorflow_decodes_the_single_channel_png_to_class_indices():
-    image, mask = make_pair(12, 10, 5)
-    record = serialize(encoded_example(jpeg_bytes(image), mask_to_png(mask), "e.jpg", 12, 10))
-    parsed = tf.io.parse_single_example(record, ENCODED_FEATURES)
-    decoded = tf.io.decode_png(parsed["image/segmentation/class/encoded"]).numpy()
-    assert decoded.shape == (12, 10, 1)
-    np.testing.assert_array_equal(decoded[..., 0], mask)
-    assert tf.io.decode_jpeg(parsed["image/encoded"]).shape == (12, 10, 3)
-
-
-def test_encoded_decoder_checks_the_declared_size():
-    image, mask = make_pair(12, 10, 2)
-    record = serialize(encoded_example(jpeg_bytes(image), mask_to_png(mask), "e.jpg", 10, 12))
-    with pytest.raises(ExampleError, match="e.jpg: the image decodes to 12x10, but the Example says 10x12"):
-        decode_encoded_example(record)
-
-
-def test_encoded_decoder_refuses_a_colour_mask_and_a_broken_image():
-    image, mask = make_pair(8, 8, 2)
-    buffer = io.BytesIO()
-    Image.fromarray(image).save(buffer, format="PNG")
-    colour_mask = serialize(encoded_example(jpeg_bytes(image), buffer.getvalue(), "c.jpg", 8, 8))
-    with pytest.raises(ExampleError, match="c.jpg: the mask PNG has mode RGB, expected a single channel"):
-        decode_encoded_example(colour_mask)
-    broken = serialize(encoded_example(b"not a jpeg", mask_to_png(mask), "b.jpg", 8, 8))
-    with pytest.raises(ExampleError, match="b.jpg: feature 'image/encoded' is not a readable image"):
-        decode_encoded_example(broken)
-
-
-# --------------------------------------------------------------------------- one VOC pair
-
-
-def test_voc_example_raw_holds_the_pair(voc_root):
+def test_raw_example_parses_with_its_spec_to_the_pair(voc_root):
     image, mask = voc.load_pair(voc_root, "img_b")
-    got_image, got_mask, filename = decode_raw_example(serialize(voc_example(voc_root, "img_b", "raw")))
-    assert filename == "img_b.jpg"
-    np.testing.assert_array_equal(got_image, image)
+    parsed = tf.io.parse_single_example(
+        serialized(voc_example(voc_root, "img_b")), feature_spec("raw")
+    )
+    height, width = int(parsed["height"]), int(parsed["width"])
+    got = tf.reshape(tf.io.decode_raw(parsed["image_raw"], tf.uint8), [height, width, 3])
+    np.testing.assert_array_equal(got.numpy(), image)
+    got_mask = tf.io.decode_raw(parsed["mask_raw"], tf.uint8).numpy().reshape(height, width)
     np.testing.assert_array_equal(got_mask, mask)
+    assert parsed["filename"].numpy() == b"img_b.jpg"
 
 
-def test_voc_example_encoded_keeps_the_jpeg_bytes_unchanged(voc_root):
-    example = voc_example(voc_root, "img_a", "encoded")
-    feature = example.features.feature
-    assert feature["image/encoded"].bytes_list.value[0] == voc.image_path(voc_root, "img_a").read_bytes()
-    assert (feature["image/height"].int64_list.value[0], feature["image/width"].int64_list.value[0]) == (24, 32)
-    assert feature["image/format"].bytes_list.value[0] == b"jpeg"
-    _, mask, filename = decode_encoded_example(serialize(example))
-    assert filename == "img_a.jpg"
-    np.testing.assert_array_equal(mask, voc.load_mask(voc_root, "img_a"))
+def test_encoded_example_keeps_the_jpeg_and_stores_the_indices_as_png(voc_root):
+    record = serialized(voc_example(voc_root, "img_a", "encoded"))
+    parsed = tf.io.parse_single_example(record, feature_spec("encoded"))
+    assert parsed["image/encoded"].numpy() == voc.image_path(voc_root, "img_a").read_bytes()
+    assert (int(parsed["image/height"]), int(parsed["image/width"])) == (24, 32)
+    assert int(parsed["image/channels"]) == 3 and parsed["image/format"].numpy() == b"jpeg"
+    assert parsed["image/segmentation/class/format"].numpy() == b"png"
+    png = tf.io.decode_png(parsed["image/segmentation/class/encoded"]).numpy()
+    assert png.shape == (24, 32, 1)  # one channel: the class indices, not palette colours
+    np.testing.assert_array_equal(png[..., 0], voc.load_mask(voc_root, "img_a"))
 
 
-def test_voc_example_refuses_an_unknown_encoding(voc_root):
+def test_voc_example_is_deterministic_and_refuses_an_unknown_encoding(voc_root):
+    assert serialized(voc_example(voc_root, "img_c")) == serialized(voc_example(voc_root, "img_c"))
     with pytest.raises(ValueError, match="encoding must be 'raw' or 'encoded', got 'png'"):
         voc_example(voc_root, "img_a", "png")
 
 
-def test_voc_example_encoded_refuses_mismatched_sizes(voc_root):
-    image, _ = make_pair(5, 5, 0)
-    Image.fromarray(image).save(voc.image_path(voc_root, "img_a"))
-    with pytest.raises(ValueError, match="img_a.jpg: image is 5x5 but its mask is 24x32"):
+@pytest.mark.parametrize("encoding", ["raw", "encoded"])
+def test_voc_example_refuses_mismatched_sizes(voc_root, encoding):
+    Image.fromarray(make_pair(5, 5, 0)[0]).save(voc.image_path(voc_root, "img_a"))
+    with pytest.raises(voc.VOCError, match=r"'img_a': photo \(5, 5\) vs mask \(24, 32\)"):
+        voc_example(voc_root, "img_a", encoding)
+
+
+def test_a_photo_that_is_not_a_jpeg_file_is_refused_for_the_encoded_schema(voc_root):
+    Image.fromarray(make_pair(24, 32, 0)[0]).save(voc.image_path(voc_root, "img_a"), format="PNG")
+    assert voc_example(voc_root, "img_a", "raw")  # raw stores pixels: any format will do
+    with pytest.raises(voc.VOCError, match=r"'img_a' is not a JPEG file: .*img_a\.jpg"):
         voc_example(voc_root, "img_a", "encoded")
+
+
+# --------------------------------------------------------------------------- bad JPEGs
+
+
+def truncate(path):
+    data = path.read_bytes()
+    path.write_bytes(data[: len(data) // 2])
+
+
+def corrupt(path):
+    data = bytearray(path.read_bytes())
+    middle = len(data) // 2
+    data[middle : middle + 64] = bytes(range(200, 256)) + b"\xff\xd9" * 4  # garbage, early EOI
+    path.write_bytes(bytes(data))
+
+
+def replace_with_garbage(path):
+    path.write_bytes(b"\xff\xd8\xff\xe0 not really a JPEG" + bytes(200))
+
+
+@pytest.mark.parametrize("damage", [truncate, corrupt, replace_with_garbage])
+@pytest.mark.parametrize("encoding", ["encoded", "raw"])
+def test_a_bad_jpeg_names_the_id_and_file_and_leaves_no_output(
+    voc_root, tmp_path, damage, encoding
+):
+    damage(voc.image_path(voc_root, "img_b"))
+    out = tmp_path / "out"
+    with pytest.raises(voc.VOCError) as caught:
+        convert_split(voc_root, "train", out / "train", 2, encoding, progress=False)
+    message = str(caught.value)
+    assert "photo of image id 'img_b' cannot be decoded" in message
+    assert str(voc.image_path(voc_root, "img_b")) in message
+    assert list(out.iterdir()) == []  # neither shards nor temporary files
+
+
+@pytest.mark.parametrize("compression", ["GZIP", "ZLIB"])
+def test_a_bad_jpeg_leaves_nothing_with_compression_either(voc_root, tmp_path, compression):
+    truncate(voc.image_path(voc_root, "img_c"))
+    with pytest.raises(voc.VOCError, match="img_c"):
+        convert_split(
+            voc_root, "trainval", tmp_path / "tv", 3, "encoded", compression, progress=False
+        )
+    assert list(tmp_path.glob("tv*")) == [] and list(tmp_path.glob(".*")) == []
 
 
 # --------------------------------------------------------------------------- whole splits
 
 
-def decoded_by_name(paths, encoding, compression=None):
-    decode = decode_raw_example if encoding == "raw" else decode_encoded_example
-    return {name: (image, mask) for path in paths for image, mask, name in
-            map(decode, iter_records(path, compression))}
-
-
 @pytest.mark.parametrize("encoding", ["raw", "encoded"])
-@pytest.mark.parametrize("compression", [None, "GZIP"])
+@pytest.mark.parametrize("compression", [None, "GZIP", "ZLIB"])
 def test_convert_split_writes_every_pair_of_the_split(voc_root, tmp_path, encoding, compression):
-    out = tmp_path / "out" / "train"
-    paths = convert_split(voc_root, "train", out, shards=2, encoding=encoding, compression=compression, progress=False)
-    assert paths == shard_paths(out, 2, compression)
+    out = tmp_path / "out" / "train"  # the folder is created
+    paths = convert_split(
+        voc_root, "train", out, np.int64(2), encoding, compression, progress=False
+    )
+    assert paths == _shard_paths(out, 2, compression)
     assert [verify(p, compression) for p in paths] == [2, 1]
-    pairs = decoded_by_name(paths, encoding, compression)
+    pairs = pairs_by_name(paths, encoding, compression)
     assert sorted(pairs) == ["img_a.jpg", "img_b.jpg", "img_c.jpg"]
     for image_id in SPLITS["train"]:
         image, mask = voc.load_pair(voc_root, image_id)
-        got_image, got_mask = pairs[f"{image_id}.jpg"]
-        np.testing.assert_array_equal(got_mask, mask)
-        # encoded: Pillow decodes the same unchanged JPEG bytes that load_image decoded
-        np.testing.assert_array_equal(got_image, image)
+        # encoded: Pillow decodes the stored JPEG bytes exactly as load_image decoded the file
+        np.testing.assert_array_equal(pairs[f"{image_id}.jpg"][0], image)
+        np.testing.assert_array_equal(pairs[f"{image_id}.jpg"][1], mask)
+
+
+@pytest.mark.parametrize("compression", [None, "GZIP", "ZLIB"])
+def test_tensorflow_reads_the_converted_shards(voc_root, tmp_path, compression):
+    paths = convert_split(
+        voc_root, "val", tmp_path / "val", 1, "encoded", compression, progress=False
+    )
+    dataset = tf.data.TFRecordDataset([str(p) for p in paths], compression_type=compression or "")
+    parse = feature_spec("encoded")
+    names = [tf.io.parse_single_example(r, parse)["image/filename"].numpy() for r in dataset]
+    assert names == [b"img_d.jpg", b"img_e.jpg"]
 
 
 def test_convert_split_shards_round_robin_in_split_order(voc_root, tmp_path):
-    paths = convert_split(voc_root, "trainval", tmp_path / "tv", shards=2, progress=False)
-    names = [[decode_raw_example(r)[2] for r in iter_records(p)] for p in paths]
+    paths = convert_split(voc_root, "trainval", tmp_path / "tv", num_shards=2, progress=False)
+    names = [[name for name, _, _ in read_pairs([path])] for path in paths]
     ids = [f"{i}.jpg" for i in SPLITS["train"] + SPLITS["val"]]
     assert names == [ids[0::2], ids[1::2]]
-
-
-def test_tensorflow_reads_the_converted_shards(voc_root, tmp_path):
-    paths = convert_split(voc_root, "val", tmp_path / "val", shards=1, encoding="encoded", progress=False)
-    dataset = tf.data.TFRecordDataset([str(p) for p in paths]).map(
-        lambda r: tf.io.parse_single_example(r, ENCODED_FEATURES))
-    names = [element["image/filename"].numpy().decode() for element in dataset]
-    assert names == ["img_d.jpg", "img_e.jpg"]
 
 
 def test_convert_split_shows_progress_on_stderr_only_when_asked(voc_root, tmp_path, capsys):
@@ -302,66 +247,202 @@ def test_convert_split_shows_progress_on_stderr_only_when_asked(voc_root, tmp_pa
 
 
 def test_convert_split_streams_pairs_one_at_a_time(voc_root, tmp_path, monkeypatch):
-    loads, seen_at_serialize = [], []
-    real_load_pair, real_serialize = voc.load_pair, voc_records.serialize
+    loads, loaded_when_written = [], []
+    real_load_pair, real_write_sharded = voc.load_pair, voc_records.write_sharded
 
     def counting_load_pair(root, image_id):
         loads.append(image_id)
         return real_load_pair(root, image_id)
 
-    def recording_serialize(example):
-        seen_at_serialize.append(len(loads))
-        return real_serialize(example)
+    def recording_write_sharded(prefix, payloads, *args):
+        def watched():
+            for payload in payloads:
+                loaded_when_written.append(len(loads))
+                yield payload
+
+        return real_write_sharded(prefix, watched(), *args)
 
     monkeypatch.setattr(voc, "load_pair", counting_load_pair)
-    monkeypatch.setattr(voc_records, "serialize", recording_serialize)
+    monkeypatch.setattr(voc_records, "write_sharded", recording_write_sharded)
     convert_split(voc_root, "trainval", tmp_path / "tv", progress=False)
-    assert seen_at_serialize == [1, 2, 3, 4, 5], "each pair is serialized before the next is loaded"
-
-
-def test_a_broken_pair_half_way_leaves_no_files(voc_root, tmp_path):
-    voc.mask_path(voc_root, "img_b").write_bytes(b"not a png")
-    out = tmp_path / "out"
-    with pytest.raises(voc.VOCError, match="img_b"):
-        convert_split(voc_root, "train", out / "train", shards=2, progress=False)
-    assert list(out.iterdir()) == []
+    assert loaded_when_written == [1, 2, 3, 4, 5], "each pair is written before the next is loaded"
 
 
 def test_convert_split_refuses_to_overwrite_before_reading_anything(voc_root, tmp_path):
-    existing = shard_paths(tmp_path / "train", 2)[1]
+    existing = _shard_paths(tmp_path / "train", 2)[1]
     existing.write_bytes(b"keep me")
-    with pytest.raises(FileExistsError, match="train-00001-of-00002.tfrecord already exists; pass overwrite=True"):
-        convert_split(voc_root, "no-such-split", tmp_path / "train", shards=2, progress=False)
+    with pytest.raises(FileExistsError, match="train-00001-of-00002.tfrecord"):
+        convert_split(voc_root, "no-such-split", tmp_path / "train", 2, progress=False)
     assert existing.read_bytes() == b"keep me"
-    paths = convert_split(voc_root, "train", tmp_path / "train", shards=2, overwrite=True, progress=False)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["VOC2012", existing.name]
+    paths = convert_split(voc_root, "train", tmp_path / "train", 2, overwrite=True, progress=False)
     assert [verify(p) for p in paths] == [2, 1]
 
 
 def test_convert_split_reports_an_unknown_split_and_writes_nothing(voc_root, tmp_path):
-    with pytest.raises(voc.VOCFileNotFoundError, match="no split 'test'"):
+    with pytest.raises(voc.VOCError, match="no split 'test'") as caught:
         convert_split(voc_root, "test", tmp_path / "test", progress=False)
-    assert list(tmp_path.glob("test*")) == []
-    with pytest.raises(ValueError, match="encoding"):
-        convert_split(voc_root, "train", tmp_path / "x", encoding="jpeg", progress=False)
+    assert isinstance(caught.value, FileNotFoundError)
+    assert list(tmp_path.glob("test*")) == [] and list(tmp_path.glob(".*")) == []
+
+
+@pytest.mark.parametrize(
+    "arguments, error, message",
+    [
+        ({"encoding": "jpeg"}, ValueError, "encoding must be 'raw' or 'encoded'"),
+        ({"num_shards": 0}, ValueError, "num_shards must be at least 1"),
+        ({"num_shards": 2.0}, TypeError, "num_shards must be an int"),
+        ({"num_shards": None}, TypeError, "num_shards must be an int"),
+        ({"compression": "BZIP2"}, ValueError, "compression must be None, 'GZIP' or 'ZLIB'"),
+    ],
+)
+def test_convert_split_refuses_bad_arguments(voc_root, tmp_path, arguments, error, message):
+    with pytest.raises(error, match=message):
+        convert_split(voc_root, "train", tmp_path / "x", progress=False, **arguments)
+    assert list(tmp_path.glob("x*")) == []
 
 
 def test_the_embedded_sample_converts(tmp_path):
     root = voc.sample_root()
     ids = voc.read_split(root, "train")
-    paths = convert_split(root, "train", tmp_path / "sample", shards=2, encoding="encoded", progress=False)
+    paths = convert_split(root, "train", tmp_path / "sample", 2, "encoded", progress=False)
     assert summarize(paths).records == len(ids)
-    assert sorted(decoded_by_name(paths, "encoded")) == sorted(f"{i}.jpg" for i in ids)
+    assert sorted(pairs_by_name(paths, "encoded")) == sorted(f"{i}.jpg" for i in ids)
 
 
 # --------------------------------------------------------------------------- summary
 
 
 def test_summarize_counts_records_and_bytes(voc_root, tmp_path):
-    paths = convert_split(voc_root, "trainval", tmp_path / "tv", shards=3, progress=False)
+    paths = convert_split(voc_root, "trainval", tmp_path / "tv", num_shards=3, progress=False)
     summary = summarize(paths)
     assert (summary.files, summary.records) == (3, 5)
     assert summary.bytes == sum(p.stat().st_size for p in paths)
     assert str(summary) == f"5 records in 3 files, {summary.bytes:,} bytes"
+    one = convert_split(voc_root, "val", tmp_path / "one", 2, progress=False)[:1]
+    assert str(summarize(one)).startswith("1 record in 1 file, ")
     paths[1].write_bytes(paths[1].read_bytes()[:-1])
     with pytest.raises(RecordError, match="tv-00001-of-00003.tfrecord: record 1"):
         summarize(paths)
+
+
+# --------------------------------------------------------------------------- read_pairs errors
+
+
+def raw_features(height=2, width=3, image=b"\0" * 18, mask=b"\0" * 6, filename=b"bad.jpg"):
+    def value(v):
+        if isinstance(v, int):
+            return tf.train.Feature(int64_list=tf.train.Int64List(value=[v]))
+        return tf.train.Feature(bytes_list=tf.train.BytesList(value=[v]))
+
+    values = dict(zip(RAW_KEYS, (height, width, image, mask, filename), strict=True))
+    return {key: value(v) for key, v in values.items()}
+
+
+def file_with(tmp_path, features, good_first=True):
+    """A file whose record 1 (or 0) is an Example with ``features``; record 0 is a good one."""
+    records = [serialized(tf.train.Example(features=tf.train.Features(feature=raw_features())))]
+    if not good_first:
+        records = []
+    records.append(serialized(tf.train.Example(features=tf.train.Features(feature=features))))
+    path = tmp_path / "bad.tfrecord"
+    write_records(path, records, overwrite=True)
+    return path
+
+
+def test_the_raw_feature_builder_of_these_tests_is_valid(tmp_path):
+    pairs = list(read_pairs([file_with(tmp_path, raw_features())]))
+    assert [(name, image.shape, mask.shape) for name, image, mask in pairs] == [
+        ("bad.jpg", (2, 3, 3), (2, 3))
+    ] * 2
+
+
+def expect_error(path, match, encoding="raw"):
+    with pytest.raises(RecordError, match=match) as caught:
+        list(read_pairs([path], encoding))
+    return caught.value
+
+
+def test_a_missing_feature_names_file_record_offset_and_feature(tmp_path):
+    features = raw_features()
+    del features["mask_raw"]
+    path = file_with(tmp_path, features)
+    error = expect_error(path, r"raw schema: no feature 'mask_raw'; the Example has \['filename'")
+    assert (error.path, error.index, error.offset) == (
+        str(path),
+        1,
+        len(next(iter_records(path))) + 16,
+    )
+    assert str(error).startswith(f"{path}: record 1 at byte {error.offset}: ")
+
+
+def test_a_feature_of_the_wrong_kind_is_named(tmp_path):
+    features = raw_features()
+    features["height"] = tf.train.Feature(bytes_list=tf.train.BytesList(value=[b"2"]))
+    expect_error(
+        file_with(tmp_path, features), "feature 'height' holds a bytes_list, expected a int64_list"
+    )
+    features["height"] = tf.train.Feature(float_list=tf.train.FloatList(value=[2.0]))
+    expect_error(file_with(tmp_path, features), "feature 'height' holds a float_list, expected")
+
+
+def test_a_feature_with_several_values_is_named(tmp_path):
+    features = raw_features()
+    features["width"] = tf.train.Feature(int64_list=tf.train.Int64List(value=[3, 3]))
+    expect_error(file_with(tmp_path, features), "feature 'width' holds 2 values, expected 1")
+
+
+@pytest.mark.parametrize(
+    "change", [{"image": b"\0" * 17}, {"mask": b"\0" * 7}, {"height": 3}, {"height": -2}]
+)
+def test_pixel_bytes_that_do_not_fit_the_sizes_are_refused(tmp_path, change):
+    features = raw_features(**change)
+    expect_error(
+        file_with(tmp_path, features), r"raw schema: bad.jpg: \d+ image and \d+ mask bytes for"
+    )
+
+
+def test_a_payload_that_is_not_an_example(tmp_path):
+    path = tmp_path / "text.tfrecord"
+    write_records(path, [b"\xff\xff\xff not protobuf"])
+    expect_error(
+        path, "record 0 at byte 0: raw schema: the payload is not a serialized tf.train.Example"
+    )
+
+
+def test_reading_with_the_other_schema_lists_the_keys_found(voc_root, tmp_path):
+    raw = convert_split(voc_root, "val", tmp_path / "raw", progress=False)
+    expect_error(
+        raw[0], r"encoded schema: no feature 'image/encoded'; .*\['filename', 'height'", "encoded"
+    )
+    encoded = convert_split(voc_root, "val", tmp_path / "enc", encoding="encoded", progress=False)
+    expect_error(encoded[0], r"raw schema: no feature 'height'; the Example has \['image/channels'")
+
+
+def test_encoded_records_with_a_broken_image_or_wrong_sizes(voc_root, tmp_path):
+    example = voc_example(voc_root, "img_a", "encoded")
+    example.features.feature["image/encoded"].bytes_list.value[0] = b"not a jpeg"
+    path = tmp_path / "broken.tfrecord"
+    write_records(path, [serialized(example)])
+    expect_error(path, "img_a.jpg: feature 'image/encoded' is not a readable image", "encoded")
+    example = voc_example(voc_root, "img_a", "encoded")
+    example.features.feature["image/height"].int64_list.value[0] = 23
+    write_records(path, [serialized(example)], overwrite=True)
+    expect_error(
+        path, r"img_a.jpg: image \(24, 32, 3\), mask \(24, 32\), sizes \(23, 32\)", "encoded"
+    )
+
+
+def test_read_pairs_refuses_an_unknown_encoding(tmp_path):
+    with pytest.raises(ValueError, match="encoding must be 'raw' or 'encoded'"):
+        next(read_pairs([tmp_path / "x.tfrecord"], "jpeg"))
+
+
+def test_a_zlib_file_written_by_tensorflow_reads_back(voc_root, tmp_path):
+    path = tmp_path / "tf.tfrecord.zz"
+    with tf.io.TFRecordWriter(str(path), options="ZLIB") as writer:
+        for image_id in SPLITS["val"]:
+            writer.write(serialized(voc_example(voc_root, image_id)))
+    names = [name for name, _, _ in read_pairs([path], "raw", "ZLIB")]
+    assert names == ["img_d.jpg", "img_e.jpg"]
+    assert os.path.getsize(path) < sum(len(r) for r in iter_records(path, "ZLIB"))

@@ -1,4 +1,4 @@
-"""The embedded VOC-format sample is complete, VOC-like, small, and exactly what its build script makes."""
+"""The embedded VOC-format sample is complete, VOC-like, small, and what its build script makes."""
 
 import subprocess
 import sys
@@ -17,7 +17,11 @@ IDS = voc.read_split(ROOT, "trainval")
 
 
 def all_files(root: Path) -> dict[str, Path]:
-    return {path.relative_to(root).as_posix(): path for path in sorted(root.rglob("*")) if path.is_file()}
+    return {
+        path.relative_to(root).as_posix(): path
+        for path in sorted(root.rglob("*"))
+        if path.is_file()
+    }
 
 
 @pytest.fixture(scope="module")
@@ -113,7 +117,8 @@ def test_sources_lists_every_id_with_a_licence_column():
     for image_id in IDS:
         rows = [line for line in text.splitlines() if line.startswith(f"| `{image_id}` |")]
         assert len(rows) == 1, image_id
-        assert rows[0].count("|") == 8, rows[0]  # 7 filled columns, the last one the licence / credit
+        # 7 filled columns, the last one the licence / credit
+        assert rows[0].count("|") == 8, rows[0]
 
 
 def test_sample_is_small():
@@ -123,11 +128,15 @@ def test_sample_is_small():
 
 def test_rebuilding_reproduces_the_committed_files_byte_for_byte(tmp_path: Path):
     out = tmp_path / "VOC2012"
-    result = subprocess.run([sys.executable, str(SCRIPT), "--out", str(out)], capture_output=True, text=True)
+    result = subprocess.run(
+        [sys.executable, str(SCRIPT), "--out", str(out)], capture_output=True, text=True
+    )
     assert result.returncode == 0, result.stderr
     assert result.stderr == ""
     built, committed = all_files(out), all_files(ROOT)
     assert sorted(built) == sorted(committed)
     different = [name for name in built if built[name].read_bytes() != committed[name].read_bytes()]
-    assert not different, f"rebuild differs for {different}; run `make sample` and review the changes"
+    assert not different, (
+        f"rebuild differs for {different}; run `make sample` and review the changes"
+    )
     assert not list(out.rglob("*.tmp")), "temporary files left behind"
