@@ -18,10 +18,17 @@ baseline in this process (`benchmarks._common.compare`), and printed as
 3. + slice and pad: the crop as a slice and one ``tf.pad`` per tensor
    (``helpers.pipeline.crop_or_pad``) instead of ``resize_with_crop_or_pad``.
 4. + shuffle first: the shuffle moved before decoding, so its buffer holds
-   serialized records instead of decoded pairs (less memory; much less for
-   JPEG records).
+   serialized records instead of decoded, cropped pairs. The same randomness;
+   the memory of the buffer changes by the ratio of a record's size to a
+   cropped pair's: here a raw 375x500 record (0.75 MB) is larger than a
+   384x384 pair (0.59 MB), so this buffer holds more, not less; JPEG records
+   (notebook 03 measures them) are ten times smaller than the pair.
 5. voc_batches: step 4 plus format detection and record checks (naming file
    and record): what notebook 03 uses.
+6. voc_batches(augment=True): random crop windows and joint left-right flips
+   (one ``tf.reverse`` per tensor inside a ``tf.cond``; a reversed slice
+   ``x[:, ::-1]`` or flipping image and mask concatenated measured several
+   times slower).
 
 Then the CPU time of each step against bare reading (the work done by all
 threads, which a busy machine distorts less than wall time, but which does not
@@ -67,22 +74,38 @@ GOAL = 0.5  # voc_batches should keep at least half the speed of bare reading
 
 def write_shards(records: int = RECORDS, shards: int = SHARDS) -> list[Path]:
     """Write (once) the synthetic raw-schema shards and return their paths."""
-    from helpers.records import count_records, write_records
-    from helpers.voc_records import raw_example
+    import tensorflow as tf
+
+    from helpers.records import verify, write_records
 
     folder = work_dir("pipeline")
     paths = [folder / f"voc-synthetic-{i:05d}-of-{shards:05d}.tfrecord" for i in range(shards)]
     per_shard = records // shards
-    if all(p.exists() for p in paths) and all(count_records(p) == per_shard for p in paths):
+    if all(p.exists() for p in paths) and all(verify(p) == per_shard for p in paths):
         return paths
     rng = np.random.default_rng(SEED)
     for shard, path in enumerate(paths):
+
         def payloads(shard=shard):
             for i in range(per_shard):
                 height, width = SIZES[(shard + i) % 2]
                 image = rng.integers(0, 256, (height, width, 3), dtype=np.uint8)
-                mask = image[..., 0] % 21
-                yield raw_example(image, mask, f"synthetic_{shard}_{i}.jpg").SerializeToString(deterministic=True)
+                values = {
+                    "height": [height],
+                    "width": [width],
+                    "image_raw": [image.tobytes()],
+                    "mask_raw": [(image[..., 0] % 21).tobytes()],
+                    "filename": [f"synthetic_{shard}_{i}.jpg".encode()],
+                }
+                feature = {
+                    key: tf.train.Feature(int64_list=tf.train.Int64List(value=value))
+                    if isinstance(value[0], int)
+                    else tf.train.Feature(bytes_list=tf.train.BytesList(value=value))
+                    for key, value in values.items()
+                }
+                example = tf.train.Example(features=tf.train.Features(feature=feature))
+                yield example.SerializeToString(deterministic=True)
+
         write_records(path, payloads(), overwrite=True)
     return paths
 
@@ -91,15 +114,21 @@ def write_shards(records: int = RECORDS, shards: int = SHARDS) -> list[Path]:
 # The steps
 # ---------------------------------------------------------------------------
 
+
 def _decode(serialized):
     """Naive parse + decode of one raw-schema record (no checks)."""
     import tensorflow as tf
-    from helpers.voc_records import RAW_FEATURES
 
-    features = tf.io.parse_single_example(serialized, RAW_FEATURES)
+    from helpers.voc_records import feature_spec
+
+    features = tf.io.parse_single_example(serialized, feature_spec("raw"))
     height, width = features["height"], features["width"]
-    image = tf.reshape(tf.io.decode_raw(features["image_raw"], tf.uint8), tf.stack([height, width, 3]))
-    mask = tf.reshape(tf.io.decode_raw(features["mask_raw"], tf.uint8), tf.stack([height, width, 1]))
+    image = tf.reshape(
+        tf.io.decode_raw(features["image_raw"], tf.uint8), tf.stack([height, width, 3])
+    )
+    mask = tf.reshape(
+        tf.io.decode_raw(features["mask_raw"], tf.uint8), tf.stack([height, width, 1])
+    )
     return image, mask
 
 
@@ -107,8 +136,10 @@ def _resize_crop_pad(serialized):
     import tensorflow as tf
 
     image, mask = _decode(serialized)
-    return (tf.image.resize_with_crop_or_pad(image, *CROP),
-            tf.image.resize_with_crop_or_pad(mask, *CROP))  # pads masks with 0 (background): wrong
+    return (
+        tf.image.resize_with_crop_or_pad(image, *CROP),
+        tf.image.resize_with_crop_or_pad(mask, *CROP),
+    )  # pads masks with 0 (background): wrong
 
 
 def _slice_pad(serialized):
@@ -120,9 +151,15 @@ def _slice_pad(serialized):
 def _parallel_records(files: list[Path]):
     import tensorflow as tf
 
-    names = tf.data.Dataset.from_tensor_slices([str(p) for p in files]).shuffle(len(files), seed=SEED)
-    return names.interleave(tf.data.TFRecordDataset, cycle_length=len(files),
-                            num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    names = tf.data.Dataset.from_tensor_slices([str(p) for p in files]).shuffle(
+        len(files), seed=SEED
+    )
+    return names.interleave(
+        tf.data.TFRecordDataset,
+        cycle_length=len(files),
+        num_parallel_calls=tf.data.AUTOTUNE,
+        deterministic=True,
+    )
 
 
 def bare(files: list[Path]):
@@ -141,14 +178,18 @@ def naive(files: list[Path]):
 def parallel(files: list[Path]):
     import tensorflow as tf
 
-    mapped = _parallel_records(files).map(_resize_crop_pad, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    mapped = _parallel_records(files).map(
+        _resize_crop_pad, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True
+    )
     return mapped.shuffle(BUFFER, seed=SEED).batch(BATCH).prefetch(tf.data.AUTOTUNE)
 
 
 def slice_pad(files: list[Path]):
     import tensorflow as tf
 
-    mapped = _parallel_records(files).map(_slice_pad, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True)
+    mapped = _parallel_records(files).map(
+        _slice_pad, num_parallel_calls=tf.data.AUTOTUNE, deterministic=True
+    )
     return mapped.shuffle(BUFFER, seed=SEED).batch(BATCH).prefetch(tf.data.AUTOTUNE)
 
 
@@ -166,12 +207,19 @@ def final(files: list[Path]):
     return voc_batches(files, BATCH, crop=CROP, shuffle_buffer=BUFFER, seed=SEED)
 
 
+def augmented(files: list[Path]):
+    from helpers.pipeline import voc_batches
+
+    return voc_batches(files, BATCH, crop=CROP, shuffle_buffer=BUFFER, seed=SEED, augment=True)
+
+
 STEPS: dict[str, tuple[str, Callable]] = {
     "naive": ("1 naive: map(parse_single_example) + resize_with_crop_or_pad", naive),
     "parallel": ("2 + parallel interleave/map, prefetch", parallel),
     "slice_pad": ("3 + crop as a slice, pad with one tf.pad", slice_pad),
     "shuffle_first": ("4 + shuffle serialized records, then decode", shuffle_first),
     "voc_batches": ("5 voc_batches: 4 + format detection, record checks", final),
+    "augment": ("6 voc_batches(augment=True): random windows, joint flips", augmented),
 }
 
 
@@ -190,7 +238,9 @@ def cpu_seconds(function: Callable[[], object]) -> float:
     return time.process_time() - start
 
 
-def compare_cpu(name: str, baseline: Callable[[], object], candidate: Callable[[], object], repeats: int = 7) -> float:
+def compare_cpu(
+    name: str, baseline: Callable[[], object], candidate: Callable[[], object], repeats: int = 7
+) -> float:
     """Like `compare`, but with CPU time (all threads) instead of wall time: the work done, not the
     waiting. Less sensitive to a busy machine; it ignores the gain from running on several cores."""
     baseline(), candidate()
@@ -199,8 +249,11 @@ def compare_cpu(name: str, baseline: Callable[[], object], candidate: Callable[[
         base.append(cpu_seconds(baseline))
         cand.append(cpu_seconds(candidate))
     ratio = statistics.median(base) / statistics.median(cand)
-    print(f"{name:<58} {ratio:6.2f}x   (baseline {statistics.median(base) * 1e3:8.1f} ms, "
-          f"candidate {statistics.median(cand) * 1e3:8.1f} ms of CPU)", flush=True)
+    print(
+        f"{name:<58} {ratio:6.2f}x   (baseline {statistics.median(base) * 1e3:8.1f} ms, "
+        f"candidate {statistics.median(cand) * 1e3:8.1f} ms of CPU)",
+        flush=True,
+    )
     return ratio
 
 
@@ -232,7 +285,9 @@ def allocator_run(pooled: bool) -> int:
     minor page faults of one epoch of voc_batches."""
     import os
 
-    os.environ["TF_CPU_ALLOCATOR_USE_BFC"] = "true" if pooled else "false"  # read when TensorFlow starts
+    os.environ["TF_CPU_ALLOCATOR_USE_BFC"] = (
+        "true" if pooled else "false"
+    )  # read when TensorFlow starts
     from helpers.notebook import prepare_tensorflow
 
     prepare_tensorflow()
@@ -246,20 +301,27 @@ def allocator_run(pooled: bool) -> int:
 def main() -> None:
     files = write_shards()
     megabytes = sum(p.stat().st_size for p in files) / 1e6
-    print(f"{RECORDS} raw-schema records (375x500 and 500x375) in {SHARDS} shards, {megabytes:.0f} MB; "
-          f"batch {BATCH}, crop {CROP[0]}x{CROP[1]}, shuffle buffer {BUFFER}")
+    print(
+        f"{RECORDS} raw-schema records (375x500 and 500x375) in {SHARDS} shards, {megabytes:.0f} MB; "
+        f"batch {BATCH}, crop {CROP[0]}x{CROP[1]}, shuffle buffer {BUFFER}"
+    )
     baseline = bare(files)
     for step, (label, build) in STEPS.items():
         dataset = build(files)
-        compare(f"{label}", lambda: iterate(baseline), lambda dataset=dataset: iterate(dataset),
-                repeats=9, goal=GOAL if step == "voc_batches" else None)
+        compare(
+            f"{label}",
+            lambda: iterate(baseline),
+            lambda dataset=dataset: iterate(dataset),
+            repeats=9,
+            goal=GOAL if step == "voc_batches" else None,
+        )
     print("CPU time instead of wall time (the work done by all threads; where the wall-time ratio")
     print("above is higher, the step gained from running on several cores):")
-    for step, (label, build) in STEPS.items():
+    for label, build in STEPS.values():
         dataset = build(files)
         compare_cpu(f"{label}", lambda: iterate(baseline), lambda dataset=dataset: iterate(dataset))
     context = multiprocessing.get_context("spawn")
-    for step, (label, _) in STEPS.items():
+    for step in STEPS:
         with context.Pool(1) as pool:
             mib = pool.apply(peak_memory_mib, (step,))
         print(f"peak memory, one epoch of {step:<13} {mib:7.1f} MiB above the start")

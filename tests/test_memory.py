@@ -1,12 +1,15 @@
 """helpers.memory sees memory that a block allocates and then frees."""
 
+import subprocess
+import sys
+
 import numpy as np
 
-from helpers.memory import current_rss_bytes, track_peak_memory
+from helpers.memory import _rss_bytes, track_peak_memory
 
 
-def test_current_rss_is_plausible():
-    assert 10 * 2**20 < current_rss_bytes() < 64 * 2**30
+def test_resident_memory_is_plausible():
+    assert 10 * 2**20 < _rss_bytes() < 64 * 2**30
 
 
 def test_peak_includes_a_temporary_allocation_freed_before_the_end():
@@ -21,3 +24,8 @@ def test_peak_stays_small_for_a_small_block():
     with track_peak_memory() as peak:
         np.ones(1000).sum()
     assert peak.peak_increase_mib < 50
+
+
+def test_importing_memory_imports_no_tensorflow():
+    code = "import helpers.memory, sys; assert 'tensorflow' not in sys.modules"
+    subprocess.run([sys.executable, "-c", code], check=True)

@@ -8,17 +8,16 @@ import numpy as np
 import pytest
 import tensorflow as tf
 
-from helpers import pipeline, voc
-from helpers.pipeline import crop_or_pad, detect_format, voc_batches
+from helpers import voc
+from helpers.pipeline import crop_or_pad, voc_batches
 from helpers.records import RecordError, write_records
-from helpers.voc_records import encoded_example, mask_to_png, raw_example
 
 CROP = (16, 20)  # small, so every case below stays fast
 # (height, width): smaller, larger, equal, mixed and odd differences against CROP
 SIZES = [(10, 12), (24, 30), (16, 20), (9, 33), (21, 7), (17, 19), (30, 20), (16, 11)]
 
 
-def make_pairs(count=len(SIZES), seed=0):
+def make_pairs(count=8, seed=0):
     """Images of various sizes whose mask is derived from the image: mask = red % 21."""
     rng = np.random.default_rng(seed)
     pairs = []
@@ -40,26 +39,72 @@ def png(array):
     return buffer.getvalue()
 
 
+def feature(value):
+    if isinstance(value, int):
+        return tf.train.Feature(int64_list=tf.train.Int64List(value=[value]))
+    return tf.train.Feature(bytes_list=tf.train.BytesList(value=[value]))
+
+
+def example(values):
+    features = {key: feature(value) for key, value in values.items()}
+    return tf.train.Example(features=tf.train.Features(feature=features))
+
+
+def raw_example(image, mask, name):
+    """An Example in the raw schema of helpers.voc_records (built here from arrays)."""
+    height, width = mask.shape
+    return example(
+        {
+            "height": height,
+            "width": width,
+            "image_raw": image.tobytes(),
+            "mask_raw": mask.tobytes(),
+            "filename": name.encode(),
+        }
+    )
+
+
+def encoded_example(image_bytes, mask_bytes, name, height, width, image_format="png"):
+    """An Example in the encoded schema of helpers.voc_records."""
+    return example(
+        {
+            "image/encoded": image_bytes,
+            "image/filename": name.encode(),
+            "image/format": image_format.encode(),
+            "image/height": height,
+            "image/width": width,
+            "image/channels": 3,
+            "image/segmentation/class/encoded": mask_bytes,
+            "image/segmentation/class/format": b"png",
+        }
+    )
+
+
 def serialize(pair, index, encoding, image_format="png"):
     image, mask = pair
     if encoding == "raw":
-        example = raw_example(image, mask, f"pair_{index}.jpg")
+        made = raw_example(image, mask, f"pair_{index}.jpg")
     else:
         if image_format == "png":
             data = png(image)
         else:
             data = tf.io.encode_jpeg(image, quality=95).numpy()
-        example = encoded_example(data, mask_to_png(mask), f"pair_{index}.jpg", *mask.shape, image_format=image_format)
-    return example.SerializeToString(deterministic=True)
+        made = encoded_example(data, png(mask), f"pair_{index}.jpg", *mask.shape, image_format)
+    return made.SerializeToString(deterministic=True)
 
 
-def write_shards(folder, pairs, shards=2, encoding="raw", compression=None, image_format="png", name=None):
-    """Deal ``pairs`` round-robin over ``shards`` files; return the paths."""
+def write_shards(
+    folder, pairs, num_shards=2, encoding="raw", compression=None, image_format="png", name=None
+):
+    """Deal ``pairs`` round-robin over ``num_shards`` files; return the paths."""
     name = name or f"{encoding}-{compression or 'plain'}"
     paths = []
-    for shard in range(shards):
-        path = folder / f"{name}-{shard:05d}-of-{shards:05d}.tfrecord"
-        chosen = [serialize(pairs[i], i, encoding, image_format) for i in range(shard, len(pairs), shards)]
+    for shard in range(num_shards):
+        path = folder / f"{name}-{shard:05d}-of-{num_shards:05d}.tfrecord"
+        chosen = [
+            serialize(pairs[i], i, encoding, image_format)
+            for i in range(shard, len(pairs), num_shards)
+        ]
         write_records(path, chosen, compression=compression)
         paths.append(path)
     return paths
@@ -75,7 +120,7 @@ def expected_centre(image, mask, size=CROP):
     out_image = np.zeros((*size, 3), np.uint8)
     out_mask = np.full((*size, 1), 255, np.uint8)
     src, dst = [], []
-    for n, t in zip(image.shape[:2], size):
+    for n, t in zip(image.shape[:2], size, strict=True):
         start, pad = max(n - t, 0) // 2, max(t - n, 0) // 2
         kept = min(n, t)
         src.append(slice(start, start + kept))
@@ -107,6 +152,7 @@ def raw_files(tmp_path, pairs):
 # Shapes, padding, windows
 # ---------------------------------------------------------------------------
 
+
 def test_batches_have_the_requested_shapes_and_dtypes(raw_files, pairs):
     dataset = voc_batches(raw_files, 3, crop=CROP, shuffle_buffer=4, seed=1)
     assert dataset.element_spec[0].shape.as_list() == [None, *CROP, 3]
@@ -127,7 +173,7 @@ def test_unshuffled_batches_are_centre_crops_padded_with_void_in_stored_order(ra
     images, masks = collect(voc_batches(raw_files, 3, crop=CROP, shuffle_buffer=0))
     order = stored_order(pairs, 2)
     assert len(images) == len(order)
-    for got_image, got_mask, index in zip(images, masks, order):
+    for got_image, got_mask, index in zip(images, masks, order, strict=True):
         want_image, want_mask = expected_centre(*pairs[index])
         np.testing.assert_array_equal(got_image, want_image)
         np.testing.assert_array_equal(got_mask, want_mask)
@@ -137,11 +183,10 @@ def test_padding_is_zero_in_the_image_and_void_in_the_mask():
     image = np.full((10, 12, 3), 7, np.uint8)
     mask = np.zeros((10, 12), np.uint8)  # all background
     out_image, out_mask = (t.numpy() for t in crop_or_pad(image, mask[..., None], CROP))
-    padded = out_mask[..., 0] == pipeline.MASK_PAD_VALUE
+    padded = out_mask[..., 0] == voc.VOID_LABEL
     assert padded.sum() == CROP[0] * CROP[1] - 10 * 12  # every padding pixel is void ...
     assert (out_mask[~padded] == 0).all()  # ... and every original pixel kept its class
     assert (out_image[padded] == 0).all() and (out_image[~padded] == 7).all()
-    assert pipeline.MASK_PAD_VALUE == voc.VOID_LABEL
 
 
 @pytest.mark.parametrize("size", SIZES + [(1, 1), (16, 21), (15, 20)])
@@ -149,7 +194,9 @@ def test_centred_window_matches_resize_with_crop_or_pad(size):
     image = np.random.default_rng(3).integers(0, 256, (*size, 3), dtype=np.uint8)
     mask = np.ones((*size, 1), np.uint8)
     got_image, got_mask = crop_or_pad(image, mask, CROP)
-    np.testing.assert_array_equal(got_image.numpy(), tf.image.resize_with_crop_or_pad(image, *CROP).numpy())
+    np.testing.assert_array_equal(
+        got_image.numpy(), tf.image.resize_with_crop_or_pad(image, *CROP).numpy()
+    )
     # The mask takes the same window; TensorFlow's function pads with 0 where we pad with 255.
     ones = tf.image.resize_with_crop_or_pad(mask, *CROP).numpy() == 1
     np.testing.assert_array_equal(got_mask.numpy() == 1, ones)
@@ -169,15 +216,23 @@ def is_window_of(out_image, out_mask, image, mask):
                         want_image = np.zeros((th, tw, 3), np.uint8)
                         want_mask = np.full((th, tw), 255, np.uint8)
                         kh, kw = min(h, th), min(w, tw)
-                        want_image[pad_top:pad_top + kh, pad_left:pad_left + kw] = src_image[top:top + kh, left:left + kw]
-                        want_mask[pad_top:pad_top + kh, pad_left:pad_left + kw] = src_mask[top:top + kh, left:left + kw]
-                        if np.array_equal(want_image, out_image) and np.array_equal(want_mask, out_mask[..., 0]):
+                        want_image[pad_top : pad_top + kh, pad_left : pad_left + kw] = src_image[
+                            top : top + kh, left : left + kw
+                        ]
+                        want_mask[pad_top : pad_top + kh, pad_left : pad_left + kw] = src_mask[
+                            top : top + kh, left : left + kw
+                        ]
+                        if np.array_equal(want_image, out_image) and np.array_equal(
+                            want_mask, out_mask[..., 0]
+                        ):
                             return True
     return False
 
 
 def test_augmentation_gives_image_and_mask_the_same_random_window(raw_files, pairs):
-    images, masks = collect(voc_batches(raw_files, 4, crop=CROP, shuffle_buffer=0, seed=5, augment=True))
+    images, masks = collect(
+        voc_batches(raw_files, 4, crop=CROP, shuffle_buffer=0, seed=5, augment=True)
+    )
     kept = masks[..., 0] != 255
     # The mask was derived from the image: the relation survives only if both got the same window.
     np.testing.assert_array_equal(masks[..., 0][kept], images[..., 0][kept] % 21)
@@ -186,22 +241,31 @@ def test_augmentation_gives_image_and_mask_the_same_random_window(raw_files, pai
     assert all(is_window_of(images[k], masks[k], *pairs[i]) for k, i in enumerate(order))
     centre = [expected_centre(*pairs[i])[0] for i in order]
     mirrored = [expected_centre(pairs[i][0][:, ::-1], pairs[i][1][:, ::-1])[0] for i in order]
-    off_centre = sum(not np.array_equal(a, b) and not np.array_equal(a, c) for a, b, c in zip(images, centre, mirrored))
+    off_centre = sum(
+        not np.array_equal(a, b) and not np.array_equal(a, c)
+        for a, b, c in zip(images, centre, mirrored, strict=True)
+    )
     assert off_centre >= 3  # random windows, not just flips of the centre crop
 
 
 @pytest.fixture
 def flip_files(tmp_path):
-    image = np.tile(np.arange(1, 21, dtype=np.uint8)[None, :, None], (16, 1, 3))  # exactly CROP: no crop, no pad
-    return write_shards(tmp_path, [(image, image[..., 0] % 21)] * 40, shards=1, name="ramp"), image
+    image = np.tile(
+        np.arange(1, 21, dtype=np.uint8)[None, :, None], (16, 1, 3)
+    )  # exactly CROP: no crop, no pad
+    return write_shards(
+        tmp_path, [(image, image[..., 0] % 21)] * 40, num_shards=1, name="ramp"
+    ), image
 
 
 def test_joint_flip_happens_about_half_of_the_time(flip_files):
     files, image = flip_files
-    images, masks = collect(voc_batches(files, 10, crop=CROP, shuffle_buffer=0, seed=2, augment=True))
+    images, masks = collect(
+        voc_batches(files, 10, crop=CROP, shuffle_buffer=0, seed=2, augment=True)
+    )
     flipped = [np.array_equal(out, image[:, ::-1]) for out in images]
     unchanged = [np.array_equal(out, image) for out in images]
-    assert all(f or u for f, u in zip(flipped, unchanged))
+    assert all(f or u for f, u in zip(flipped, unchanged, strict=True))
     assert 8 <= sum(flipped) <= 32  # 40 fair coin flips
     np.testing.assert_array_equal(masks[..., 0], images[..., 0] % 21)
 
@@ -210,46 +274,63 @@ def test_joint_flip_happens_about_half_of_the_time(flip_files):
 # Order and determinism
 # ---------------------------------------------------------------------------
 
+
 def first_images(dataset):
     return collect(dataset)[0]
 
 
 @pytest.mark.parametrize("augment", [False, True])
 def test_the_same_seed_gives_the_same_batches(raw_files, augment):
-    a = first_images(voc_batches(raw_files, 3, crop=CROP, shuffle_buffer=4, seed=11, augment=augment))
-    b = first_images(voc_batches(raw_files, 3, crop=CROP, shuffle_buffer=4, seed=11, augment=augment))
-    c = first_images(voc_batches(raw_files, 3, crop=CROP, shuffle_buffer=4, seed=12, augment=augment))
+    a = first_images(
+        voc_batches(raw_files, 3, crop=CROP, shuffle_buffer=4, seed=11, augment=augment)
+    )
+    b = first_images(
+        voc_batches(raw_files, 3, crop=CROP, shuffle_buffer=4, seed=11, augment=augment)
+    )
+    c = first_images(
+        voc_batches(raw_files, 3, crop=CROP, shuffle_buffer=4, seed=12, augment=augment)
+    )
     np.testing.assert_array_equal(a, b)
     assert not np.array_equal(a, c)
 
 
 @pytest.mark.parametrize("shuffle_buffer, augment", [(4, False), (0, True)])
 def test_each_epoch_draws_anew(raw_files, shuffle_buffer, augment):
-    dataset = voc_batches(raw_files, 3, crop=CROP, shuffle_buffer=shuffle_buffer, seed=11, augment=augment)
+    dataset = voc_batches(
+        raw_files, 3, crop=CROP, shuffle_buffer=shuffle_buffer, seed=11, augment=augment
+    )
     first, second = first_images(dataset), first_images(dataset)
     assert first.shape == second.shape
     assert not np.array_equal(first, second)
-    again = voc_batches(raw_files, 3, crop=CROP, shuffle_buffer=shuffle_buffer, seed=11, augment=augment)
+    again = voc_batches(
+        raw_files, 3, crop=CROP, shuffle_buffer=shuffle_buffer, seed=11, augment=augment
+    )
     np.testing.assert_array_equal(first_images(again), first)  # a new dataset starts over
 
 
 def test_shuffling_changes_the_order_but_keeps_every_record(raw_files, pairs):
     images = first_images(voc_batches(raw_files, 3, crop=CROP, shuffle_buffer=8, seed=4))
     expected = [expected_centre(*pairs[i])[0] for i in stored_order(pairs, 2)]
-    assert not all(np.array_equal(a, b) for a, b in zip(images, expected))
+    assert not all(np.array_equal(a, b) for a, b in zip(images, expected, strict=True))
     key = lambda array: array.tobytes()  # noqa: E731
     assert sorted(map(key, images)) == sorted(map(key, expected))
 
 
 def test_the_file_order_is_shuffled_too(raw_files, pairs):
     # A buffer of one record shuffles nothing: what remains is the order of the files.
-    firsts = {first_images(voc_batches(raw_files, 1, crop=CROP, shuffle_buffer=1, seed=s).take(1))[0].tobytes()
-              for s in range(8)}
-    assert firsts == {expected_centre(*pairs[i])[0].tobytes() for i in (0, 1)}  # each file's first record
+    firsts = {
+        first_images(voc_batches(raw_files, 1, crop=CROP, shuffle_buffer=1, seed=s).take(1))[
+            0
+        ].tobytes()
+        for s in range(8)
+    }
+    assert firsts == {
+        expected_centre(*pairs[i])[0].tobytes() for i in (0, 1)
+    }  # each file's first record
 
 
 def test_shuffle_buffer_zero_reads_files_in_the_order_given(tmp_path, pairs):
-    files = write_shards(tmp_path, pairs, shards=2)
+    files = write_shards(tmp_path, pairs, num_shards=2)
     images = first_images(voc_batches(files[::-1], 4, crop=CROP, shuffle_buffer=0))
     order = [i for shard in (1, 0) for i in range(shard, len(pairs), 2)]
     for got, index in zip(images, order, strict=True):
@@ -260,16 +341,65 @@ def test_shuffle_buffer_zero_reads_files_in_the_order_given(tmp_path, pairs):
 # Schemas and compression
 # ---------------------------------------------------------------------------
 
-@pytest.mark.parametrize("encoding, compression", [("raw", "GZIP"), ("encoded", None), ("encoded", "GZIP")])
-def test_both_schemas_plain_or_gzip_give_identical_batches(tmp_path, pairs, encoding, compression):
+
+@pytest.mark.parametrize(
+    "encoding, compression",
+    [
+        ("raw", "GZIP"),
+        ("raw", "ZLIB"),
+        ("encoded", None),
+        ("encoded", "GZIP"),
+        ("encoded", "ZLIB"),
+    ],
+)
+def test_both_schemas_plain_gzip_or_zlib_give_identical_batches(
+    tmp_path, pairs, encoding, compression
+):
     raw = write_shards(tmp_path, pairs)
     other = write_shards(tmp_path, pairs, encoding=encoding, compression=compression)
-    assert detect_format(other[0]) == pipeline.RecordFormat(encoding, compression)
     for augment in (False, True):
         want = collect(voc_batches(raw, 3, crop=CROP, shuffle_buffer=4, seed=9, augment=augment))
         got = collect(voc_batches(other, 3, crop=CROP, shuffle_buffer=4, seed=9, augment=augment))
         np.testing.assert_array_equal(got[0], want[0])
         np.testing.assert_array_equal(got[1], want[1])
+
+
+def test_a_zlib_file_written_by_tensorflow_reads_back_equal(tmp_path, pairs):
+    plain = write_shards(tmp_path, pairs, num_shards=1)[0]
+    zlib_file = tmp_path / "by-tensorflow.tfrecord.zz"
+    options = tf.io.TFRecordOptions(compression_type="ZLIB")
+    with tf.io.TFRecordWriter(str(zlib_file), options=options) as writer:
+        for record in tf.data.TFRecordDataset(str(plain)):
+            writer.write(record.numpy())
+    assert zlib_file.read_bytes()[:1] == b"\x78"  # a zlib stream, not a plain file
+    for augment in (False, True):
+        want = collect(voc_batches(plain, 3, crop=CROP, shuffle_buffer=4, seed=9, augment=augment))
+        got = collect(
+            voc_batches(zlib_file, 3, crop=CROP, shuffle_buffer=4, seed=9, augment=augment)
+        )
+        assert len(got[0]) == len(pairs)
+        np.testing.assert_array_equal(got[0], want[0])
+        np.testing.assert_array_equal(got[1], want[1])
+    got = collect(voc_batches(zlib_file, 3, crop=CROP, shuffle_buffer=0, compression="ZLIB"))
+    np.testing.assert_array_equal(
+        got[0], collect(voc_batches(plain, 3, crop=CROP, shuffle_buffer=0))[0]
+    )
+
+
+def test_jpeg_records_decode_exactly_as_pillow_does(tmp_path):
+    from io import BytesIO
+
+    from PIL import Image
+
+    jpeg = (voc.sample_root() / "JPEGImages" / "cat_chelsea.jpg").read_bytes()
+    image = np.asarray(Image.open(BytesIO(jpeg)).convert("RGB"))
+    mask = np.zeros(image.shape[:2], np.uint8)
+    made = encoded_example(jpeg, png(mask), "cat.jpg", *mask.shape, image_format="jpeg")
+    write_records(tmp_path / "cat.tfrecord", [made.SerializeToString()])
+    got, _ = collect(voc_batches(tmp_path / "cat.tfrecord", 1, crop=image.shape[:2]))
+    np.testing.assert_array_equal(
+        got[0], image
+    )  # dct_method="INTEGER_ACCURATE"; the default differs
 
 
 def test_jpeg_images_decode_close_and_masks_exactly(tmp_path, pairs):
@@ -283,11 +413,20 @@ def test_jpeg_images_decode_close_and_masks_exactly(tmp_path, pairs):
 
 
 def test_explicit_encoding_and_compression_are_checked(raw_files, tmp_path, pairs):
-    assert detect_format(raw_files[0], encoding="raw", compression=None).encoding == "raw"
-    with pytest.raises(ValueError, match="encoding='encoded' was asked for.*raw schema"):
+    assert (
+        len(collect(voc_batches(raw_files, 2, crop=CROP, encoding="raw", compression=None))[0]) == 8
+    )
+    with pytest.raises(
+        ValueError, match="encoding='encoded' was asked for, but the file's encoding is 'raw'"
+    ):
         voc_batches(raw_files, 2, crop=CROP, encoding="encoded")
-    with pytest.raises(ValueError, match="compression='GZIP' was asked for.*plain"):
+    with pytest.raises(
+        ValueError, match="compression='GZIP' was asked for, but the file's compression is None"
+    ):
         voc_batches(raw_files, 2, crop=CROP, compression="GZIP")
+    zlib_files = write_shards(tmp_path, pairs, compression="ZLIB")
+    with pytest.raises(ValueError, match="compression=None was asked for.*compression is 'ZLIB'"):
+        voc_batches(zlib_files, 2, crop=CROP, compression=None)
     with pytest.raises(ValueError, match="encoding must be"):
         voc_batches(raw_files, 2, crop=CROP, encoding="jpeg")
 
@@ -299,14 +438,18 @@ def test_files_that_disagree_are_refused_by_name(raw_files, tmp_path, pairs):
     gzip = write_shards(tmp_path, pairs, compression="GZIP")
     with pytest.raises(ValueError, match=f"disagree on compression.*{gzip[0].name}"):
         voc_batches([raw_files[0], gzip[0]], 2, crop=CROP)
+    zlib_files = write_shards(tmp_path, pairs, compression="ZLIB")
+    with pytest.raises(ValueError, match=f"'GZIP' but .*{zlib_files[1].name} is 'ZLIB'"):
+        voc_batches([gzip[0], zlib_files[1]], 2, crop=CROP)
 
 
 def test_empty_files_are_skipped_but_no_records_at_all_is_an_error(raw_files, tmp_path):
     empty = tmp_path / "empty.tfrecord"
     empty.write_bytes(b"")
-    assert detect_format(empty) == pipeline.RecordFormat(None, None)
     with_empty = collect(voc_batches([empty, *raw_files], 3, crop=CROP, shuffle_buffer=0))[0]
-    np.testing.assert_array_equal(with_empty, collect(voc_batches(raw_files, 3, crop=CROP, shuffle_buffer=0))[0])
+    np.testing.assert_array_equal(
+        with_empty, collect(voc_batches(raw_files, 3, crop=CROP, shuffle_buffer=0))[0]
+    )
     with pytest.raises(ValueError, match="no records"):
         voc_batches([empty], 2, crop=CROP)
 
@@ -314,28 +457,37 @@ def test_empty_files_are_skipped_but_no_records_at_all_is_an_error(raw_files, tm
 def test_a_file_that_is_not_a_tfrecord_file_is_named(tmp_path):
     bogus = tmp_path / "notes.tfrecord"
     bogus.write_bytes(b"hello, this is not a record file")
-    with pytest.raises(RecordError, match="notes.tfrecord: record 0 at byte 0: neither a TFRecord"):
+    with pytest.raises(RecordError, match="notes.tfrecord: record 0 at byte 0: neither"):
         voc_batches([bogus], 2, crop=CROP)
 
 
 def test_a_record_0_of_another_kind_is_named(tmp_path):
     other = tmp_path / "other.tfrecord"
-    example = tf.train.Example(features=tf.train.Features(feature={
-        "label": tf.train.Feature(int64_list=tf.train.Int64List(value=[1]))}))
+    example = tf.train.Example(
+        features=tf.train.Features(
+            feature={"label": tf.train.Feature(int64_list=tf.train.Int64List(value=[1]))}
+        )
+    )
     write_records(other, [example.SerializeToString()])
     with pytest.raises(ValueError, match=r"other.tfrecord: record 0 has features \['label'\]"):
         voc_batches([other], 2, crop=CROP)
     wrong_type = tmp_path / "wrong_type.tfrecord"
     example = raw_example(np.zeros((2, 2, 3), np.uint8), np.zeros((2, 2), np.uint8), "a.jpg")
-    example.features.feature["height"].CopyFrom(tf.train.Feature(float_list=tf.train.FloatList(value=[2.0])))
+    example.features.feature["height"].CopyFrom(
+        tf.train.Feature(float_list=tf.train.FloatList(value=[2.0]))
+    )
     write_records(wrong_type, [example.SerializeToString()])
-    with pytest.raises(ValueError, match="wrong_type.tfrecord: record 0: feature 'height' holds a float_list"):
+    with pytest.raises(
+        ValueError,
+        match=r"wrong_type.tfrecord: record 0 \(raw schema\): feature 'height' holds a float_list",
+    ):
         voc_batches([wrong_type], 2, crop=CROP)
 
 
 # ---------------------------------------------------------------------------
 # Bad records later in a file, bad arguments
 # ---------------------------------------------------------------------------
+
 
 def test_a_bad_later_record_names_its_file_and_index(tmp_path, pairs):
     payloads = [serialize(pair, i, "raw") for i, pair in enumerate(pairs[:4])]
@@ -344,7 +496,10 @@ def test_a_bad_later_record_names_its_file_and_index(tmp_path, pairs):
     payloads[2] = short.SerializeToString()
     path = tmp_path / "damaged.tfrecord"
     write_records(path, payloads)
-    with pytest.raises(tf.errors.InvalidArgumentError, match=r"damaged.tfrecord\] \[record\] \[2\] \[image_raw bytes:\] \[10\]"):
+    with pytest.raises(
+        tf.errors.InvalidArgumentError,
+        match=r"damaged.tfrecord\] \[record\] \[2\] \[image_raw bytes:\] \[10\]",
+    ):
         collect(voc_batches([path], 2, crop=CROP, shuffle_buffer=0))
 
 
@@ -355,35 +510,78 @@ def test_a_missing_mask_is_reported_not_read_as_empty(tmp_path, pairs):
     payloads[1] = example.SerializeToString()
     path = tmp_path / "nomask.tfrecord"
     write_records(path, payloads)
-    with pytest.raises(tf.errors.InvalidArgumentError, match=r"nomask.tfrecord\] \[record\] \[1\] \[mask_raw bytes:\] \[0\]"):
+    with pytest.raises(
+        tf.errors.InvalidArgumentError,
+        match=r"nomask.tfrecord\] \[record\] \[1\] \[mask_raw bytes:\] \[0\]",
+    ):
         collect(voc_batches([path], 2, crop=CROP, shuffle_buffer=4, seed=0))
 
 
 def test_a_colour_mask_png_is_refused(tmp_path, pairs):
     image, mask = pairs[0]
     colour = np.stack([mask] * 3, axis=-1)
-    example = encoded_example(png(image), png(colour), "colour.jpg", *mask.shape, image_format="png")
+    example = encoded_example(
+        png(image), png(colour), "colour.jpg", *mask.shape, image_format="png"
+    )
     path = tmp_path / "colour.tfrecord"
     write_records(path, [example.SerializeToString()])
-    with pytest.raises(tf.errors.InvalidArgumentError, match=r"colour.tfrecord\] \[record\] \[0\] \[mask PNG channels:\] \[3\]"):
+    with pytest.raises(
+        tf.errors.InvalidArgumentError,
+        match=r"colour.tfrecord\] \[record\] \[0\] \[mask PNG channels:\] \[3\]",
+    ):
         collect(voc_batches([path], 1, crop=CROP))
 
 
-@pytest.mark.parametrize("kwargs, message", [
-    ({"batch_size": 0}, "batch_size"),
-    ({"batch_size": 2, "shuffle_buffer": -1}, "shuffle_buffer"),
-    ({"batch_size": 2, "crop": (0, 5)}, "crop size"),
-    ({"batch_size": 2, "crop": 384}, "crop size"),
-    ({"batch_size": 2, "compression": "ZLIB"}, "compression"),
-])
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"batch_size": 0}, "batch_size"),
+        ({"batch_size": 2, "shuffle_buffer": -1}, "shuffle_buffer"),
+        ({"batch_size": 2, "crop": (0, 5)}, "crop height must be at least 1"),
+        ({"batch_size": 2, "crop": 384}, "crop size"),
+        ({"batch_size": 2, "crop": (4, 5, 6)}, "crop size"),
+        ({"batch_size": 2, "compression": "LZ4"}, "compression"),
+        ({"batch_size": 2, "seed": -1}, "seed"),
+    ],
+)
 def test_bad_arguments_are_refused(raw_files, kwargs, message):
     with pytest.raises(ValueError, match=message):
         voc_batches(raw_files, **kwargs)
 
 
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"batch_size": 2, "seed": None}, "seed must be an int.*got None"),
+        ({"batch_size": 2.0}, "batch_size must be an int"),
+        ({"batch_size": 2, "crop": (16.0, 20)}, "crop height must be an int"),
+        ({"batch_size": 2, "shuffle_buffer": None}, "shuffle_buffer must be an int"),
+    ],
+)
+def test_non_integers_are_refused_with_a_type_error(raw_files, kwargs, message):
+    with pytest.raises(TypeError, match=message):
+        voc_batches(raw_files, **kwargs)
+
+
+def test_numpy_integers_are_accepted(raw_files):
+    numpy_args = voc_batches(
+        raw_files,
+        np.int64(3),
+        crop=(np.int32(16), np.int64(20)),
+        shuffle_buffer=np.int16(4),
+        seed=np.uint8(11),
+        augment=True,
+    )
+    python_args = voc_batches(raw_files, 3, crop=CROP, shuffle_buffer=4, seed=11, augment=True)
+    np.testing.assert_array_equal(collect(numpy_args)[0], collect(python_args)[0])
+
+
 def test_files_can_be_a_glob_pattern_and_missing_files_are_named(raw_files, tmp_path):
     pattern = str(tmp_path / "raw-plain-*.tfrecord")
-    assert pipeline.list_files(pattern) == sorted(raw_files)
+    by_pattern = collect(voc_batches(pattern, 3, crop=CROP, shuffle_buffer=0))[0]
+    np.testing.assert_array_equal(
+        by_pattern, collect(voc_batches(sorted(raw_files), 3, crop=CROP, shuffle_buffer=0))[0]
+    )
     with pytest.raises(FileNotFoundError, match="no file matches"):
         voc_batches(str(tmp_path / "nothing-*.tfrecord"), 2)
     with pytest.raises(FileNotFoundError, match="missing.tfrecord"):
@@ -401,21 +599,61 @@ def test_files_can_be_a_glob_pattern_and_missing_files_are_named(raw_files, tmp_
 # stateful op there (e.g. TensorDataset from Dataset.from_tensors) makes
 # TensorFlow run every map and interleave serially, and drop prefetching, when
 # op determinism is on, as prepare_tensorflow() turns it on in every notebook.
-DETERMINISM_SAFE = {"TextLineDataset", "FixedLengthRecordDataset", "TFRecordDataset", "TensorSliceDataset",
-                    "RangeDataset", "SSTableDataset", "RecordIODataset", "Print", "Assert"}
+DETERMINISM_SAFE = {
+    "TextLineDataset",
+    "FixedLengthRecordDataset",
+    "TFRecordDataset",
+    "TensorSliceDataset",
+    "RangeDataset",
+    "SSTableDataset",
+    "RecordIODataset",
+    "Print",
+    "Assert",
+}
 
 
 def stateful_ops_in_functions(dataset):
     from tensorflow.python.framework import op_def_registry
 
-    graph = tf.compat.v1.GraphDef.FromString(dataset._as_serialized_graph().numpy())  # private, but stable for years
+    graph = tf.compat.v1.GraphDef.FromString(
+        dataset._as_serialized_graph().numpy()
+    )  # private, but stable for years
     ops = {node.op for function in graph.library.function for node in function.node_def}
-    return {op for op in ops if op_def_registry.get(op) is not None and op_def_registry.get(op).is_stateful}
+    return {
+        op
+        for op in ops
+        if op_def_registry.get(op) is not None and op_def_registry.get(op).is_stateful
+    }
 
 
 @pytest.mark.parametrize("augment, shuffle_buffer", [(False, 4), (True, 4), (False, 0)])
-def test_pipeline_functions_hold_no_stateful_op_that_serializes_it(raw_files, augment, shuffle_buffer):
-    dataset = voc_batches(raw_files, 2, crop=CROP, shuffle_buffer=shuffle_buffer, seed=1, augment=augment)
+def test_pipeline_functions_hold_no_stateful_op_that_serializes_it(
+    raw_files, augment, shuffle_buffer
+):
+    dataset = voc_batches(
+        raw_files, 2, crop=CROP, shuffle_buffer=shuffle_buffer, seed=1, augment=augment
+    )
     found = stateful_ops_in_functions(dataset) - {"_Retval"}
     assert "TFRecordDataset" in found  # the check sees inside the interleave function
     assert found <= DETERMINISM_SAFE, f"serializing ops: {sorted(found - DETERMINISM_SAFE)}"
+
+
+def test_an_empty_encoded_image_is_reported_with_its_file_and_index(tmp_path, pairs):
+    payloads = [serialize(pair, i, "encoded") for i, pair in enumerate(pairs[:3])]
+    image, mask = pairs[2]
+    payloads[2] = encoded_example(b"", png(mask), "empty.jpg", *mask.shape).SerializeToString()
+    path = tmp_path / "empty_image.tfrecord"
+    write_records(path, payloads)
+    with pytest.raises(
+        tf.errors.InvalidArgumentError,
+        match=r"empty_image.tfrecord\] \[record\] \[2\] \[image/encoded is empty",
+    ):
+        collect(voc_batches([path], 2, crop=CROP, shuffle_buffer=0))
+
+
+def test_importing_the_module_imports_no_tensorflow():
+    import subprocess
+    import sys
+
+    code = "import helpers.pipeline, sys; assert 'tensorflow' not in sys.modules"
+    subprocess.run([sys.executable, "-c", code], check=True)
