@@ -14,8 +14,11 @@ from helpers.notebook import prepare_tensorflow
 
 
 def main(argv: list[str]) -> int:
-    available = sorted(m.name[len("bench_"):] for m in pkgutil.iter_modules([str(Path(__file__).parent)])
-                       if m.name.startswith("bench_"))
+    available = sorted(
+        m.name[len("bench_") :]
+        for m in pkgutil.iter_modules([str(Path(__file__).parent)])
+        if m.name.startswith("bench_")
+    )
     chosen = argv or available
     unknown = sorted(set(chosen) - set(available))
     if unknown:

@@ -14,24 +14,38 @@ WORK = Path(__file__).resolve().parent / "_work"
 
 @dataclass
 class Comparison:
-    """Median seconds of a baseline and a candidate measured side by side."""
+    """Seconds of a baseline and a candidate, measured alternately on the same work."""
 
     name: str
-    baseline: float
-    candidate: float
-    goal: float | None = None  # minimum speed ratio the issue asks for
+    baseline_times: list[float]
+    candidate_times: list[float]
+    goal: float | None = None  # minimum speed ratio an issue asks for
+
+    @property
+    def baseline(self) -> float:
+        return statistics.median(self.baseline_times)
+
+    @property
+    def candidate(self) -> float:
+        return statistics.median(self.candidate_times)
+
+    @property
+    def ratios(self) -> list[float]:
+        """Speed ratio of each alternating pair of runs (>1: the candidate is faster)."""
+        return [b / c for b, c in zip(self.baseline_times, self.candidate_times, strict=True)]
 
     @property
     def speed_ratio(self) -> float:
-        """How many times faster the candidate is than the baseline (>1 = faster)."""
-        return self.baseline / self.candidate
+        """Median of the pairwise speed ratios."""
+        return statistics.median(self.ratios)
 
     def line(self) -> str:
         goal = ""
         if self.goal is not None:
-            goal = f"   goal >= {self.goal:.2f}x: {'met' if self.speed_ratio >= self.goal else 'NOT MET'}"
+            goal = f"   goal >= {self.goal:.2f}x: {'met' if min(self.ratios) >= self.goal else 'NOT MET'}"
+        spread = f"{min(self.ratios):.2f}-{max(self.ratios):.2f}"
         return (
-            f"{self.name:<58} {self.speed_ratio:6.2f}x"
+            f"{self.name:<62} {self.speed_ratio:6.2f}x (range {spread} over {len(self.ratios)} runs)"
             f"   (baseline {self.baseline * 1e3:8.1f} ms, candidate {self.candidate * 1e3:8.1f} ms){goal}"
         )
 
@@ -49,14 +63,14 @@ def compare(
     repeats: int = 5,
     goal: float | None = None,
 ) -> Comparison:
-    """Time ``baseline`` and ``candidate`` alternately ``repeats`` times (after one
-    warm-up run of each) and return their medians; prints the result line."""
+    """Time ``baseline`` and ``candidate`` alternately ``repeats`` times (after one warm-up
+    run of each); print the median ratio, its range, and whether the worst run met ``goal``."""
     baseline(), candidate()
     base_times, cand_times = [], []
     for _ in range(repeats):
         base_times.append(seconds(baseline))
         cand_times.append(seconds(candidate))
-    result = Comparison(name, statistics.median(base_times), statistics.median(cand_times), goal)
+    result = Comparison(name, base_times, cand_times, goal)
     print(result.line(), flush=True)
     return result
 
