@@ -31,9 +31,9 @@ import io
 import os
 import sys
 import tempfile
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import numpy as np
 from PIL import Image
@@ -48,7 +48,9 @@ JPEG_QUALITY = 90
 BAND_OUTSIDE = 3  # the void band reaches this many pixels out of an object ...
 BAND_INSIDE = 2  # ... and this many pixels into it (5 px wide in all)
 
-CAT, HORSE, MOTORBIKE, PERSON = (VOC_CLASSES.index(n) for n in ("cat", "horse", "motorbike", "person"))
+CAT, HORSE, MOTORBIKE, PERSON = (
+    VOC_CLASSES.index(n) for n in ("cat", "horse", "motorbike", "person")
+)
 
 Points = list[tuple[float, float]]  # (x, y) pairs in the source image's pixel coordinates
 
@@ -93,7 +95,7 @@ def motorcycle_disparity() -> np.ndarray:
 
 def fill_polygon(shape: tuple[int, ...], points: Points) -> np.ndarray:
     """Boolean mask (H, W) of the inside of a polygon given as (x, y) points."""
-    xs, ys = zip(*points)
+    xs, ys = zip(*points, strict=True)
     rows, cols = draw_polygon(np.array(ys), np.array(xs), shape=shape[:2])
     mask = np.zeros(shape[:2], dtype=bool)
     mask[rows, cols] = True
@@ -109,7 +111,9 @@ def largest_component(mask: np.ndarray) -> np.ndarray:
     return labels == 1 + int(np.argmax(sizes))
 
 
-def snap_to_edges(image: np.ndarray, rough: np.ndarray, margin: int, beta: float = 130.0) -> np.ndarray:
+def snap_to_edges(
+    image: np.ndarray, rough: np.ndarray, margin: int, beta: float = 130.0
+) -> np.ndarray:
     """Move the outline of ``rough`` onto nearby image edges (random walker).
 
     Pixels deeper than ``margin`` inside the rough mask are seeds for the
@@ -122,7 +126,9 @@ def snap_to_edges(image: np.ndarray, rough: np.ndarray, margin: int, beta: float
     seeds[~ndi.binary_dilation(rough, disk)] = 1
     seeds[ndi.binary_erosion(rough, disk, border_value=1)] = 2
     data = image.astype(np.float64) / 255.0
-    labels = random_walker(data, seeds, beta=beta, mode="bf", channel_axis=-1 if data.ndim == 3 else None)
+    labels = random_walker(
+        data, seeds, beta=beta, mode="bf", channel_axis=-1 if data.ndim == 3 else None
+    )
     return labels == 2
 
 
@@ -176,10 +182,30 @@ def fill_small_holes(mask: np.ndarray, max_area: int) -> np.ndarray:
 # ---------------------------------------------------------------------------
 
 CAT_OUTLINE: Points = [
-    (0, 125), (12, 115), (25, 105), (30, 85), (32, 60), (34, 30), (38, 0),
-    (397, 0), (390, 20), (380, 40), (363, 60), (360, 80), (362, 100), (363, 120),
-    (362, 140), (357, 160), (350, 180), (340, 200), (330, 220), (317, 240),
-    (307, 260), (300, 280), (297, 300), (0, 300),
+    (0, 125),
+    (12, 115),
+    (25, 105),
+    (30, 85),
+    (32, 60),
+    (34, 30),
+    (38, 0),
+    (397, 0),
+    (390, 20),
+    (380, 40),
+    (363, 60),
+    (360, 80),
+    (362, 100),
+    (363, 120),
+    (362, 140),
+    (357, 160),
+    (350, 180),
+    (340, 200),
+    (330, 220),
+    (317, 240),
+    (307, 260),
+    (300, 280),
+    (297, 300),
+    (0, 300),
 ]
 
 
@@ -190,17 +216,62 @@ def labels_cat(image: np.ndarray) -> np.ndarray:
 
 ASTRONAUT_OUTLINE: Points = [
     # hair, clockwise from the left
-    (153, 80), (155, 60), (167, 40), (190, 23), (217, 15), (240, 17), (267, 27), (287, 47),
-    (298, 67), (302, 83), (298, 100), (290, 117), (280, 130), (272, 138), (267, 150), (262, 165),
+    (153, 80),
+    (155, 60),
+    (167, 40),
+    (190, 23),
+    (217, 15),
+    (240, 17),
+    (267, 27),
+    (287, 47),
+    (298, 67),
+    (302, 83),
+    (298, 100),
+    (290, 117),
+    (280, 130),
+    (272, 138),
+    (267, 150),
+    (262, 165),
     # right side of the neck ring, right shoulder
-    (270, 172), (287, 185), (298, 200), (305, 220), (306, 240), (303, 255), (320, 263), (340, 278),
-    (353, 300), (360, 330), (362, 350),
+    (270, 172),
+    (287, 185),
+    (298, 200),
+    (305, 220),
+    (306, 240),
+    (303, 255),
+    (320, 263),
+    (340, 278),
+    (353, 300),
+    (360, 330),
+    (362, 350),
     # along the helmet she holds (not part of the person), down to the bottom edge
-    (345, 360), (322, 374), (302, 390), (288, 412), (280, 440), (277, 470), (278, 512),
+    (345, 360),
+    (322, 374),
+    (302, 390),
+    (288, 412),
+    (280, 440),
+    (277, 470),
+    (278, 512),
     # left arm, up to the neck ring and the left side of the face
-    (25, 512), (22, 480), (18, 420), (20, 350), (28, 310), (40, 275), (55, 250), (80, 228),
-    (105, 212), (112, 195), (117, 178), (125, 167), (135, 158), (150, 151), (165, 147),
-    (183, 147), (185, 135), (173, 123), (160, 110),
+    (25, 512),
+    (22, 480),
+    (18, 420),
+    (20, 350),
+    (28, 310),
+    (40, 275),
+    (55, 250),
+    (80, 228),
+    (105, 212),
+    (112, 195),
+    (117, 178),
+    (125, 167),
+    (135, 158),
+    (150, 151),
+    (165, 147),
+    (183, 147),
+    (185, 135),
+    (173, 123),
+    (160, 110),
 ]
 
 
@@ -211,16 +282,52 @@ def labels_astronaut(image: np.ndarray) -> np.ndarray:
 
 
 CAMERAMAN_FACE: Points = [
-    (200, 133), (225, 126), (245, 132), (255, 145), (253, 158), (254, 167), (245, 171),
-    (246, 176), (242, 181), (239, 186), (232, 192), (215, 200), (195, 195), (185, 170), (180, 140),
+    (200, 133),
+    (225, 126),
+    (245, 132),
+    (255, 145),
+    (253, 158),
+    (254, 167),
+    (245, 171),
+    (246, 176),
+    (242, 181),
+    (239, 186),
+    (232, 192),
+    (215, 200),
+    (195, 195),
+    (185, 170),
+    (180, 140),
 ]
 CAMERAMAN_RIGHT_GLOVE: Points = [
-    (307, 172), (318, 168), (328, 172), (331, 185), (330, 200), (325, 215), (318, 228),
-    (305, 225), (303, 200), (303, 180),
+    (307, 172),
+    (318, 168),
+    (328, 172),
+    (331, 185),
+    (330, 200),
+    (325, 215),
+    (318, 228),
+    (305, 225),
+    (303, 200),
+    (303, 180),
 ]
-CAMERAMAN_TROUSERS: Points = [(100, 440), (140, 512), (88, 512), (95, 460)]  # light grey, between the coat flaps
+CAMERAMAN_TROUSERS: Points = [
+    (100, 440),
+    (140, 512),
+    (88, 512),
+    (95, 460),
+]  # light grey, between the coat flaps
 CAMERA_AND_TRIPOD: tuple[Points, ...] = (
-    [(250, 140), (282, 138), (325, 138), (325, 156), (318, 165), (312, 183), (262, 183), (258, 160), (250, 152)],
+    [
+        (250, 140),
+        (282, 138),
+        (325, 138),
+        (325, 156),
+        (318, 165),
+        (312, 183),
+        (262, 183),
+        (258, 160),
+        (250, 152),
+    ],
     [(268, 183), (296, 183), (296, 210), (268, 210)],  # tripod head
     [(286, 210), (299, 210), (299, 512), (286, 512)],  # tripod pole
 )
@@ -241,15 +348,56 @@ def labels_cameraman(image: np.ndarray) -> np.ndarray:
 
 GRACE_HOPPER_OUTLINE: Points = [
     # cap, clockwise from its left edge
-    (170, 78), (180, 58), (197, 44), (222, 31), (250, 24), (280, 26), (310, 35), (335, 50),
-    (352, 66), (362, 86), (371, 100), (373, 125), (370, 150),
+    (170, 78),
+    (180, 58),
+    (197, 44),
+    (222, 31),
+    (250, 24),
+    (280, 26),
+    (310, 35),
+    (335, 50),
+    (352, 66),
+    (362, 86),
+    (371, 100),
+    (373, 125),
+    (370, 150),
     # right side of the face and the right shoulder
-    (372, 175), (375, 200), (371, 228), (363, 258), (352, 282), (340, 296), (330, 325), (350, 342),
-    (400, 361), (437, 374), (475, 386), (494, 405), (503, 430), (509, 467), (512, 520), (512, 600),
+    (372, 175),
+    (375, 200),
+    (371, 228),
+    (363, 258),
+    (352, 282),
+    (340, 296),
+    (330, 325),
+    (350, 342),
+    (400, 361),
+    (437, 374),
+    (475, 386),
+    (494, 405),
+    (503, 430),
+    (509, 467),
+    (512, 520),
+    (512, 600),
     # left shoulder and the left side of the face
-    (12, 600), (19, 530), (25, 467), (28, 405), (37, 374), (62, 367), (94, 358), (125, 349),
-    (156, 339), (187, 327), (200, 311), (205, 292), (187, 285), (169, 268), (156, 248),
-    (153, 206), (153, 150), (150, 112), (160, 90),
+    (12, 600),
+    (19, 530),
+    (25, 467),
+    (28, 405),
+    (37, 374),
+    (62, 367),
+    (94, 358),
+    (125, 349),
+    (156, 339),
+    (187, 327),
+    (200, 311),
+    (205, 292),
+    (187, 285),
+    (169, 268),
+    (156, 248),
+    (153, 206),
+    (153, 150),
+    (150, 112),
+    (160, 90),
 ]
 
 
@@ -269,7 +417,10 @@ def horse_coverage() -> np.ndarray:
 def horse_on_grass() -> np.ndarray:
     """The horse silhouette painted brown over the grass texture, tinted green: RGB (328, 400, 3)."""
     coverage = horse_coverage()[..., None]
-    grass = skimage_image("grass.png")[: coverage.shape[0], : coverage.shape[1]].astype(np.float64) / 255.0
+    grass = (
+        skimage_image("grass.png")[: coverage.shape[0], : coverage.shape[1]].astype(np.float64)
+        / 255.0
+    )
     texture = grass[..., None]
     field = texture * np.array([90.0, 150.0, 60.0]) + np.array([40.0, 60.0, 25.0])
     horse = (0.6 + 0.4 * texture) * np.array([110.0, 70.0, 40.0])
@@ -333,12 +484,47 @@ def labels_motorbike_right(image: np.ndarray) -> np.ndarray:
 
 
 ESPRESSO_OUTLINE: Points = [  # cup, saucer and spoon together
-    (77, 214), (84, 180), (93, 150), (104, 126), (126, 95), (146, 83), (168, 75), (178, 68), (190, 50),
-    (215, 33), (250, 22), (286, 19), (325, 22), (360, 33), (385, 50), (398, 62), (405, 70),
-    (410, 66), (418, 66), (423, 72), (420, 90), (440, 100), (460, 125), (472, 155), (477, 190),
-    (476, 230), (470, 265), (458, 300), (437, 330), (405, 355), (370, 372), (330, 383),
-    (290, 387), (250, 386), (210, 378), (175, 365), (145, 345), (120, 320), (100, 295),
-    (85, 265), (78, 240),
+    (77, 214),
+    (84, 180),
+    (93, 150),
+    (104, 126),
+    (126, 95),
+    (146, 83),
+    (168, 75),
+    (178, 68),
+    (190, 50),
+    (215, 33),
+    (250, 22),
+    (286, 19),
+    (325, 22),
+    (360, 33),
+    (385, 50),
+    (398, 62),
+    (405, 70),
+    (410, 66),
+    (418, 66),
+    (423, 72),
+    (420, 90),
+    (440, 100),
+    (460, 125),
+    (472, 155),
+    (477, 190),
+    (476, 230),
+    (470, 265),
+    (458, 300),
+    (437, 330),
+    (405, 355),
+    (370, 372),
+    (330, 383),
+    (290, 387),
+    (250, 386),
+    (210, 378),
+    (175, 365),
+    (145, 345),
+    (120, 320),
+    (100, 295),
+    (85, 265),
+    (78, 240),
 ]
 
 
@@ -348,8 +534,17 @@ def labels_espresso(image: np.ndarray) -> np.ndarray:
 
 
 ROCKET_OUTLINE: Points = [
-    (322, 126), (328, 131), (332, 141), (334, 155), (334, 180), (334, 405),
-    (311, 405), (311, 180), (311, 155), (313, 140), (316, 131),
+    (322, 126),
+    (328, 131),
+    (332, 141),
+    (334, 155),
+    (334, 180),
+    (334, 405),
+    (311, 405),
+    (311, 180),
+    (311, 155),
+    (313, 140),
+    (316, 131),
 ]
 
 
@@ -372,7 +567,9 @@ class Picture:
     source: str  # package and file(s)
     credit: str  # origin and licence, as the package states them
     load: Callable[[], np.ndarray]  # -> source picture, (H, W) gray or (H, W, 3) RGB uint8
-    make_labels: Callable[[np.ndarray], np.ndarray]  # source picture -> label map of the same height and width
+    make_labels: Callable[
+        [np.ndarray], np.ndarray
+    ]  # source picture -> label map of the same height and width
     size: tuple[int, int]  # output (width, height)
     crop: tuple[int, int, int, int] | None = None  # (left, top, right, bottom) in source pixels
     extra: str = ""  # anything else done to the picture
@@ -387,42 +584,103 @@ def _skimage(name: str) -> Callable[[], np.ndarray]:
 # Licence statements are quoted from the docstrings of the `skimage.data`
 # functions that load each file (the data folder's README.txt does not give
 # them); matplotlib's sample_data/README.txt gives none for grace_hopper.jpg.
-MIDDLEBURY = ("Middlebury 2014 stereo benchmark (D. Scharstein et al., GCPR 2014), down-sampled by scikit-image; "
-              "scikit-image states no licence for it, only the citation")
+MIDDLEBURY = (
+    "Middlebury 2014 stereo benchmark (D. Scharstein et al., GCPR 2014), down-sampled by scikit-image; "
+    "scikit-image states no licence for it, only the citation"
+)
 PICTURES: tuple[Picture, ...] = (
-    Picture("cat_chelsea", "val", "scikit-image `skimage/data/chelsea.png`",
-            "Chelsea the cat. No copyright restrictions; CC0 by the photographer (Stefan van der Walt)",
-            _skimage("chelsea.png"), labels_cat, size=(451, 300)),
-    Picture("person_astronaut", "train", "scikit-image `skimage/data/astronaut.png`",
-            "Astronaut Eileen Collins, from the NASA Great Images database. No known copyright restrictions, "
-            "released into the public domain",
-            _skimage("astronaut.png"), labels_astronaut, size=(375, 500), crop=(0, 0, 384, 512)),
-    Picture("person_cameraman", "train", "scikit-image `skimage/data/camera.png`",
-            "No copyright restrictions; CC0 by the photographer (Lav Varshney)",
-            _skimage("camera.png"), labels_cameraman, size=(360, 360),
-            extra="kept grayscale (a 1-channel JPEG)"),
-    Picture("person_grace_hopper", "val", "matplotlib `mpl-data/sample_data/grace_hopper.jpg`",
-            "Portrait of Commodore Grace M. Hopper. matplotlib states no licence or credit for this file; "
-            "it is widely given as an official U.S. Navy photograph (public domain as a U.S. government work)",
-            grace_hopper, labels_grace_hopper, size=(427, 500)),
-    Picture("horse_on_grass", "train", "scikit-image `skimage/data/horse.png` and `skimage/data/grass.png`",
-            "Horse silhouette from openclipart: no copyright restrictions, CC0 given by the owner (Andreas Preuss, "
-            "marauder). Grass from DeviantArt (linolafett), CC0",
-            horse_on_grass, labels_horse, size=(400, 328),
-            extra="synthetic: the silhouette painted brown over the top-left 400x328 of the grass, tinted green"),
-    Picture("motorbike_left", "train",
-            "scikit-image `skimage/data/motorcycle_left.png`; mask from `motorcycle_disp.npz`", MIDDLEBURY,
-            _skimage("motorcycle_left.png"), labels_motorbike_left, size=(500, 375), crop=(37, 0, 704, 500)),
-    Picture("motorbike_right", "train",
-            "scikit-image `skimage/data/motorcycle_right.png`; mask from `motorcycle_disp.npz`", MIDDLEBURY,
-            _skimage("motorcycle_right.png"), labels_motorbike_right, size=(500, 375), crop=(0, 0, 667, 500),
-            extra="the other view of motorbike_left, so both are in train"),
-    Picture("espresso_cup", "train", "scikit-image `skimage/data/coffee.png`",
-            "Courtesy of Pikolo Espresso Bar. No copyright restrictions; CC0 by the photographer (Rachel Michetti)",
-            _skimage("coffee.png"), labels_espresso, size=(500, 333), void_note="cup, saucer and spoon"),
-    Picture("rocket_launch", "val", "scikit-image `skimage/data/rocket.jpg`",
-            "Launch of DSCOVR on a Falcon 9, photo by SpaceX, released into the public domain",
-            _skimage("rocket.jpg"), labels_rocket, size=(500, 334), void_note="the rocket"),
+    Picture(
+        "cat_chelsea",
+        "val",
+        "scikit-image `skimage/data/chelsea.png`",
+        "Chelsea the cat. No copyright restrictions; CC0 by the photographer (Stefan van der Walt)",
+        _skimage("chelsea.png"),
+        labels_cat,
+        size=(451, 300),
+    ),
+    Picture(
+        "person_astronaut",
+        "train",
+        "scikit-image `skimage/data/astronaut.png`",
+        "Astronaut Eileen Collins, from the NASA Great Images database. No known copyright restrictions, "
+        "released into the public domain",
+        _skimage("astronaut.png"),
+        labels_astronaut,
+        size=(375, 500),
+        crop=(0, 0, 384, 512),
+    ),
+    Picture(
+        "person_cameraman",
+        "train",
+        "scikit-image `skimage/data/camera.png`",
+        "No copyright restrictions; CC0 by the photographer (Lav Varshney)",
+        _skimage("camera.png"),
+        labels_cameraman,
+        size=(360, 360),
+        extra="kept grayscale (a 1-channel JPEG)",
+    ),
+    Picture(
+        "person_grace_hopper",
+        "val",
+        "matplotlib `mpl-data/sample_data/grace_hopper.jpg`",
+        "Portrait of Commodore Grace M. Hopper. matplotlib states no licence or credit for this file; "
+        "it is widely given as an official U.S. Navy photograph (public domain as a U.S. government work)",
+        grace_hopper,
+        labels_grace_hopper,
+        size=(427, 500),
+    ),
+    Picture(
+        "horse_on_grass",
+        "train",
+        "scikit-image `skimage/data/horse.png` and `skimage/data/grass.png`",
+        "Horse silhouette from openclipart: no copyright restrictions, CC0 given by the owner (Andreas Preuss, "
+        "marauder). Grass from DeviantArt (linolafett), CC0",
+        horse_on_grass,
+        labels_horse,
+        size=(400, 328),
+        extra="synthetic: the silhouette painted brown over the top-left 400x328 of the grass, tinted green",
+    ),
+    Picture(
+        "motorbike_left",
+        "train",
+        "scikit-image `skimage/data/motorcycle_left.png`; mask from `motorcycle_disp.npz`",
+        MIDDLEBURY,
+        _skimage("motorcycle_left.png"),
+        labels_motorbike_left,
+        size=(500, 375),
+        crop=(37, 0, 704, 500),
+    ),
+    Picture(
+        "motorbike_right",
+        "train",
+        "scikit-image `skimage/data/motorcycle_right.png`; mask from `motorcycle_disp.npz`",
+        MIDDLEBURY,
+        _skimage("motorcycle_right.png"),
+        labels_motorbike_right,
+        size=(500, 375),
+        crop=(0, 0, 667, 500),
+        extra="the other view of motorbike_left, so both are in train",
+    ),
+    Picture(
+        "espresso_cup",
+        "train",
+        "scikit-image `skimage/data/coffee.png`",
+        "Courtesy of Pikolo Espresso Bar. No copyright restrictions; CC0 by the photographer (Rachel Michetti)",
+        _skimage("coffee.png"),
+        labels_espresso,
+        size=(500, 333),
+        void_note="cup, saucer and spoon",
+    ),
+    Picture(
+        "rocket_launch",
+        "val",
+        "scikit-image `skimage/data/rocket.jpg`",
+        "Launch of DSCOVR on a Falcon 9, photo by SpaceX, released into the public domain",
+        _skimage("rocket.jpg"),
+        labels_rocket,
+        size=(500, 334),
+        void_note="the rocket",
+    ),
 )
 
 
@@ -431,7 +689,9 @@ PICTURES: tuple[Picture, ...] = (
 # ---------------------------------------------------------------------------
 
 
-def crop_and_resize(array: np.ndarray, crop: tuple[int, int, int, int] | None, size: tuple[int, int]) -> Image.Image:
+def crop_and_resize(
+    array: np.ndarray, crop: tuple[int, int, int, int] | None, size: tuple[int, int]
+) -> Image.Image:
     """Crop then resize a photo with Lanczos filtering (anti-aliased)."""
     image = Image.fromarray(array)
     if crop is not None:
@@ -441,7 +701,9 @@ def crop_and_resize(array: np.ndarray, crop: tuple[int, int, int, int] | None, s
     return image
 
 
-def resize_labels(labels: np.ndarray, crop: tuple[int, int, int, int] | None, size: tuple[int, int]) -> np.ndarray:
+def resize_labels(
+    labels: np.ndarray, crop: tuple[int, int, int, int] | None, size: tuple[int, int]
+) -> np.ndarray:
     """Crop then resize a label map: each pixel takes the label covering most of it."""
     values = np.unique(labels)
     scores = []
@@ -459,7 +721,9 @@ def build(picture: Picture, source: np.ndarray) -> tuple[Image.Image, Image.Imag
     """The photo and the palette mask of one picture, at the output size."""
     labels = picture.make_labels(source)
     if labels.shape != source.shape[:2]:
-        raise AssertionError(f"{picture.image_id}: labels {labels.shape} vs image {source.shape[:2]}")
+        raise AssertionError(
+            f"{picture.image_id}: labels {labels.shape} vs image {source.shape[:2]}"
+        )
     photo = crop_and_resize(source, picture.crop, picture.size)
     mask_array = add_void_band(resize_labels(labels, picture.crop, picture.size))
     mask = Image.frombytes("P", picture.size, np.ascontiguousarray(mask_array).tobytes())
@@ -486,7 +750,9 @@ def write_atomically(path: Path, data: bytes) -> None:
     try:
         with os.fdopen(handle, "wb") as stream:
             stream.write(data)
-        os.chmod(temporary, 0o644)  # mkstemp makes owner-only files; these are ordinary package data
+        os.chmod(
+            temporary, 0o644
+        )  # mkstemp makes owner-only files; these are ordinary package data
         os.replace(temporary, path)
     except BaseException:
         Path(temporary).unlink(missing_ok=True)
@@ -500,7 +766,9 @@ def split_files(pictures: tuple[Picture, ...]) -> dict[str, bytes]:
         "val": sorted(p.image_id for p in pictures if p.split == "val"),
     }
     splits["trainval"] = sorted(splits["train"] + splits["val"])
-    return {name: "".join(f"{image_id}\n" for image_id in ids).encode() for name, ids in splits.items()}
+    return {
+        name: "".join(f"{image_id}\n" for image_id in ids).encode() for name, ids in splits.items()
+    }
 
 
 def describe_changes(picture: Picture, source_shape: tuple[int, ...]) -> str:
@@ -565,15 +833,22 @@ def sources_markdown(rows: list[str]) -> bytes:
     def minor(version: str) -> str:
         return ".".join(version.split(".")[:2])
 
-    header = SOURCES_HEADER.format(skimage=minor(skimage.__version__), matplotlib=minor(matplotlib.__version__),
-                                   pillow=minor(PIL.__version__))
+    header = SOURCES_HEADER.format(
+        skimage=minor(skimage.__version__),
+        matplotlib=minor(matplotlib.__version__),
+        pillow=minor(PIL.__version__),
+    )
     return (header + "".join(rows)).encode()
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, default=DEFAULT_OUT, help="output VOC2012 folder (default: %(default)s)")
-    parser.add_argument("--preview", type=Path, help="also write image+mask overlays into this folder")
+    parser.add_argument(
+        "--out", type=Path, default=DEFAULT_OUT, help="output VOC2012 folder (default: %(default)s)"
+    )
+    parser.add_argument(
+        "--preview", type=Path, help="also write image+mask overlays into this folder"
+    )
     args = parser.parse_args(argv)
     out: Path = args.out
     rows = []
@@ -587,8 +862,10 @@ def main(argv: list[str] | None = None) -> int:
             overlay(photo, mask).save(args.preview / f"{picture.image_id}.png")
         size = f"{photo.size[0]}x{photo.size[1]}"
         classes = describe_mask(picture, np.asarray(mask))
-        rows.append(f"| `{picture.image_id}` | {picture.split} | {size} | {picture.source} | "
-                    f"{describe_changes(picture, source.shape)} | {classes} | {picture.credit} |\n")
+        rows.append(
+            f"| `{picture.image_id}` | {picture.split} | {size} | {picture.source} | "
+            f"{describe_changes(picture, source.shape)} | {classes} | {picture.credit} |\n"
+        )
         print(f"{picture.image_id:20} {picture.split:5} {size:8} {classes}")
     for name, content in split_files(PICTURES).items():
         write_atomically(out / "ImageSets" / "Segmentation" / f"{name}.txt", content)
@@ -604,7 +881,10 @@ def warn_about_strays(out: Path) -> None:
     for folder in ("JPEGImages", "SegmentationClass"):
         for path in sorted((out / folder).iterdir()):
             if path.name not in expected:
-                print(f"warning: {path} is not part of the sample; delete it if it is left over", file=sys.stderr)
+                print(
+                    f"warning: {path} is not part of the sample; delete it if it is left over",
+                    file=sys.stderr,
+                )
 
 
 def overlay(photo: Image.Image, mask: Image.Image) -> Image.Image:
@@ -614,7 +894,9 @@ def overlay(photo: Image.Image, mask: Image.Image) -> Image.Image:
     void = indices == VOID_LABEL
     rgb[void] = rgb[void] // 2 + np.array([127, 127, 0], dtype=np.uint8)
     colours = colormap()[indices]
-    return Image.fromarray(np.concatenate([rgb, np.full((rgb.shape[0], 8, 3), 255, np.uint8), colours], axis=1))
+    return Image.fromarray(
+        np.concatenate([rgb, np.full((rgb.shape[0], 8, 3), 255, np.uint8), colours], axis=1)
+    )
 
 
 if __name__ == "__main__":

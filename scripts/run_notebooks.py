@@ -54,7 +54,11 @@ def run(path: Path, timeout: int) -> list[str]:
     client.execute()
     # One stream output per print run: the kernel flushes on a timer, which can split a line in two.
     nb, _ = CoalesceStreamsPreprocessor().preprocess(nb, {})
-    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
+    nb.metadata["kernelspec"] = {
+        "name": "python3",
+        "display_name": "Python 3 (ipykernel)",
+        "language": "python",
+    }
     found = problems(nb)
     if not found:
         nbformat.write(nb, path)

@@ -1,7 +1,7 @@
 """environment.yml (conda) must install what requirements.txt + the `dev` extra install."""
 
-from pathlib import Path
 import tomllib
+from pathlib import Path
 
 import yaml
 from packaging.requirements import Requirement
@@ -32,7 +32,11 @@ def _pip_section():
 
 def test_environment_yml_pins_the_same_packages_as_requirements_and_dev_tools():
     runtime = _requirements((ROOT / "requirements.txt").read_text().splitlines())
-    dev = _requirements(tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"]["dev"])
+    dev = _requirements(
+        tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["optional-dependencies"][
+            "dev"
+        ]
+    )
     _, pip = _pip_section()
     assert _requirements(pip) == {**runtime, **dev}
 

@@ -23,16 +23,20 @@ MACHINE_PATHS = re.compile(r"(/work/|/root/|/home/|/tmp/|site-packages|/Users/|[
 def headings(nb, level):
     prefix = "#" * level + " "
     return [
-        line[len(prefix):].strip()
-        for cell in nb.cells if cell.cell_type == "markdown"
-        for line in cell.source.splitlines() if line.startswith(prefix)
+        line[len(prefix) :].strip()
+        for cell in nb.cells
+        if cell.cell_type == "markdown"
+        for line in cell.source.splitlines()
+        if line.startswith(prefix)
     ]
 
 
 def heading_index(nb, title):
     """Index of the first markdown cell with a level-2 heading starting with `title`."""
     for i, cell in enumerate(nb.cells):
-        if cell.cell_type == "markdown" and re.search(rf"^## {re.escape(title)}", cell.source, re.M | re.I):
+        if cell.cell_type == "markdown" and re.search(
+            rf"^## {re.escape(title)}", cell.source, re.M | re.I
+        ):
             return i
     return None
 
@@ -68,10 +72,16 @@ def test_readme_table_of_contents_lists_exactly_the_notebooks():
 def test_top_matter_is_in_order(notebook):
     path, nb = notebook
     first = nb.cells[0]
-    assert first.cell_type == "markdown" and first.source.startswith("# "), f"{path.name}: must open with an H1"
-    assert len(headings(nb, 1)) == 1, f"{path.name}: exactly one H1 expected, found {headings(nb, 1)}"
+    assert first.cell_type == "markdown" and first.source.startswith("# "), (
+        f"{path.name}: must open with an H1"
+    )
+    assert len(headings(nb, 1)) == 1, (
+        f"{path.name}: exactly one H1 expected, found {headings(nb, 1)}"
+    )
     order = [heading_index(nb, t) for t in ("What you will learn", "Prerequisites", "Setup")]
-    assert None not in order, f"{path.name}: needs 'What you will learn', 'Prerequisites' and 'Setup' sections"
+    assert None not in order, (
+        f"{path.name}: needs 'What you will learn', 'Prerequisites' and 'Setup' sections"
+    )
     assert order == sorted(order), f"{path.name}: top matter out of order"
     learn = nb.cells[order[0]].source
     bullets = [line for line in learn.splitlines() if re.match(r"^\s*[-*] ", line)]
@@ -81,12 +91,16 @@ def test_top_matter_is_in_order(notebook):
 def test_one_setup_cell_prepares_tensorflow_before_importing_it(notebook):
     path, nb = notebook
     setup = heading_index(nb, "Setup")
-    code = [c for c in nb.cells[setup + 1:] if c.cell_type == "code"]
-    assert nb.cells[setup + 1].cell_type == "code", f"{path.name}: the Setup heading must be followed by the setup cell"
+    code = [c for c in nb.cells[setup + 1 :] if c.cell_type == "code"]
+    assert nb.cells[setup + 1].cell_type == "code", (
+        f"{path.name}: the Setup heading must be followed by the setup cell"
+    )
     source = code[0].source
     uses_tf = any("import tensorflow" in c.source for c in nb.cells if c.cell_type == "code")
     if uses_tf:
-        assert "prepare_tensorflow(" in source and source.index("prepare_tensorflow(") < source.index("import tensorflow"), (
+        assert "prepare_tensorflow(" in source and source.index(
+            "prepare_tensorflow("
+        ) < source.index("import tensorflow"), (
             f"{path.name}: the setup cell must call prepare_tensorflow() before importing TensorFlow"
         )
         later = [c for c in code[1:] if "import tensorflow" in c.source]
@@ -102,7 +116,9 @@ def test_ends_with_exercises_key_points_and_next_link(notebook):
     index = NOTEBOOKS.index(path)
     tail = nb.cells[-1].source
     if index + 1 < len(NOTEBOOKS):
-        assert NOTEBOOKS[index + 1].name in tail, f"{path.name}: last cell must link to {NOTEBOOKS[index + 1].name}"
+        assert NOTEBOOKS[index + 1].name in tail, (
+            f"{path.name}: last cell must link to {NOTEBOOKS[index + 1].name}"
+        )
     else:
         assert "README.md" in tail, f"{path.name}: last cell must link back to the README"
 
@@ -112,9 +128,16 @@ def test_every_exercise_is_a_stub_a_solution_and_a_check(notebook):
     path, nb = notebook
     start, end = heading_index(nb, "Exercises"), heading_index(nb, "Key points")
     code = [c for c in nb.cells[start:end] if c.cell_type == "code"]
-    kinds = ["solution" if "solution" in tags(c) else "check" if "check" in tags(c) else "stub" for c in code]
-    triples = [i for i in range(len(kinds) - 2) if kinds[i:i + 3] == ["stub", "solution", "check"]]
-    assert len(triples) >= 2, f"{path.name}: needs at least two exercises as stub, solution, check cells: {kinds}"
+    kinds = [
+        "solution" if "solution" in tags(c) else "check" if "check" in tags(c) else "stub"
+        for c in code
+    ]
+    triples = [
+        i for i in range(len(kinds) - 2) if kinds[i : i + 3] == ["stub", "solution", "check"]
+    ]
+    assert len(triples) >= 2, (
+        f"{path.name}: needs at least two exercises as stub, solution, check cells: {kinds}"
+    )
     assert kinds.count("solution") == kinds.count("check") == len(triples), (
         f"{path.name}: every solution needs its stub before it and its check after it: {kinds}"
     )
@@ -136,7 +159,9 @@ def test_prerequisites_say_how_long_it_takes(notebook):
 def test_outputs_come_from_one_clean_top_to_bottom_run(notebook):
     path, nb = notebook
     counts = [c.execution_count for c in nb.cells if c.cell_type == "code"]
-    assert counts == list(range(1, len(counts) + 1)), f"{path.name}: run `make notebooks` (execution counts {counts})"
+    assert counts == list(range(1, len(counts) + 1)), (
+        f"{path.name}: run `make notebooks` (execution counts {counts})"
+    )
 
 
 def test_no_stderr_no_unexpected_errors_no_machine_paths(notebook):
@@ -146,9 +171,13 @@ def test_no_stderr_no_unexpected_errors_no_machine_paths(notebook):
             continue
         for output in cell.outputs:
             where = f"{path.name} cell {number}"
-            assert not (output.output_type == "stream" and output.name == "stderr"), f"{where}: stderr output"
+            assert not (output.output_type == "stream" and output.name == "stderr"), (
+                f"{where}: stderr output"
+            )
             if output.output_type == "error":
-                assert "raises-exception" in tags(cell), f"{where}: {output.ename} in an untagged cell"
+                assert "raises-exception" in tags(cell), (
+                    f"{where}: {output.ename} in an untagged cell"
+                )
             text = output.get("text", "") + str(output.get("data", {}).get("text/plain", ""))
             assert not MACHINE_PATHS.search(text), f"{where}: output shows a path of this machine"
 
@@ -157,4 +186,6 @@ def test_no_sys_path_hacks(notebook):
     path, nb = notebook
     for cell in nb.cells:
         if cell.cell_type == "code":
-            assert "sys.path" not in cell.source, f"{path.name}: import helpers because it is installed"
+            assert "sys.path" not in cell.source, (
+                f"{path.name}: import helpers because it is installed"
+            )
