@@ -10,13 +10,15 @@ XDIST  := -n 2 --dist loadscope
 # Jupyter refuses to start as root (containers, classroom images) unless told it may.
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
 
-.PHONY: help venv lab test lint test-helpers test-notebooks notebooks bench sample stability clean
+.PHONY: help venv lab test lint test-helpers test-notebooks notebooks student assignments bench sample stability clean
 
 help:
 	@echo "make lab        set up .venv and open JupyterLab on notebooks/"
 	@echo "make test       lint, helper tests, notebook structure checks, strict nbval of every notebook"
 	@echo "make lint       ruff: lint everything, check the formatting of the Python files"
 	@echo "make notebooks  re-execute every notebook in place (the only way outputs are made)"
+	@echo "make student    student copies without solutions in build/student/"
+	@echo "make assignments  an nbgrader course folder in build/nbgrader/"
 	@echo "make bench      run benchmarks/ and print ratios against their baselines"
 	@echo "make sample     rebuild the embedded VOC-format sample in helpers/sample_data/"
 	@echo "make stability  run the notebook checks twice, with another hash seed, time zone and locale"
@@ -48,6 +50,12 @@ test-notebooks: $(READY)
 
 notebooks: $(READY)
 	$(PY) scripts/run_notebooks.py notebooks/[0-9][0-9]_*.ipynb
+
+student: $(READY)
+	$(PY) scripts/classroom.py student
+
+assignments: $(READY)
+	$(PY) scripts/classroom.py assignments
 
 bench: $(READY)
 	$(PY) -m benchmarks
