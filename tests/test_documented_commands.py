@@ -1,0 +1,128 @@
+"""Every shell command in README.md and CONTRIBUTING.md is run here, or says why not.
+
+Documentation is checked like notebook outputs: a documented command that does not
+do what it says is a defect. A command that cannot run inside the test suite (it
+starts a server, or is the test suite itself) is listed in NOT_RUN with the reason,
+so a new command cannot slip through untested.
+"""
+
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+DOCS = [ROOT / "README.md", ROOT / "CONTRIBUTING.md"]
+
+NOT_RUN = {
+    "make lab": "starts a JupyterLab server and waits for a browser",
+    "VOC_ROOT=/path/to/VOCdevkit/VOC2012 make lab": "needs a VOC2012 download and starts a server",
+    "make test": "is this test suite (CI runs it through .ci/run)",
+    "make stability": "runs the notebook checks twice (minutes); CI runs them once",
+    "make notebooks": "rewrites every notebook in place; the same script is run below on a copy",
+    "make bench": "takes minutes and measures time, which tests never do",
+    "make sample": "rewrites helpers/sample_data; tests/test_voc_sample.py checks the sample",
+    "conda env create -f environment.yml": "conda is not part of this environment; "
+    "tests/test_environment.py checks environment.yml against the pins",
+    "conda activate tfrecord-tutorials": "conda (see above)",
+    "jupyter lab notebooks/": "starts a JupyterLab server",
+    "python -m pytest tests notebooks --nbval --nbval-current-env --nbval-sanitize-with "
+    "tests/nbval_sanitize.cfg": "is this test suite, as conda users run it",
+}
+
+
+def documented_commands() -> list[str]:
+    """Lines of ```bash blocks, and inline `make ...`/`python ...` commands, comments dropped."""
+    commands = []
+    for doc in DOCS:
+        text = doc.read_text()
+        for block in re.findall(r"```bash\n(.*?)```", text, re.S):
+            for line in block.splitlines():
+                line = line.split("  #")[0].split(" # ")[0].strip()
+                if line:
+                    commands.append(line)
+        for span in re.findall(r"`((?:make|python|\.venv/bin/python) [^`]+)`", text):
+            commands.append(" ".join(span.split()))
+    return list(dict.fromkeys(commands))
+
+
+def run(command: str, cwd: Path) -> subprocess.CompletedProcess:
+    command = re.sub(r"^python ", f"{sys.executable} ", command)
+    return subprocess.run(command, shell=True, cwd=cwd, capture_output=True, text=True, timeout=900)
+
+
+def test_every_documented_command_is_run_or_says_why_not():
+    tested = {
+        "make lint",
+        "make student",
+        "make assignments",
+        "python scripts/run_notebooks.py notebooks/NN_*.ipynb",
+        "python -m helpers COMMAND --help",  # tests/test_cli.py: --help of every command
+    }
+    helpers_commands = [c for c in documented_commands() if c.startswith("python -m helpers")]
+    unclassified = [
+        c
+        for c in documented_commands()
+        if c not in NOT_RUN and c not in tested and c not in helpers_commands
+    ]
+    assert not unclassified, f"documented but neither tested nor listed in NOT_RUN: {unclassified}"
+
+
+def test_readme_command_line_recipe_works_as_described(tmp_path):
+    steps = [c for c in documented_commands() if c.startswith("python -m helpers ")]
+    steps = [c for c in steps if len(c.split()) > 4 and "COMMAND" not in c]  # the recipe
+    assert [c.split()[3] for c in steps] == ["convert-voc", "verify", "inspect"]
+    done = run(steps[0], tmp_path)
+    assert done.returncode == 0, done.stderr
+    shards = sorted(p.name for p in (tmp_path / "data").iterdir())
+    assert shards == [f"voc-train-0000{i}-of-00004.tfrecord" for i in range(4)]
+    done = run(steps[1], tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.splitlines()[-1] == "4 of 4 files intact"
+    done = run(steps[2], tmp_path)
+    assert done.returncode == 0 and "tf.train.Example" in done.stdout, done.stderr
+    # "exit 1 and one line per damaged file, naming its first bad record"
+    damaged = tmp_path / "data" / shards[1]
+    data = bytearray(damaged.read_bytes())
+    data[len(data) // 2] ^= 0xFF
+    damaged.write_bytes(bytes(data))
+    done = run(steps[1], tmp_path)
+    assert done.returncode == 1
+    assert len(done.stderr.splitlines()) == 1 and re.search(r"record \d+ at byte \d+", done.stderr)
+
+
+@pytest.mark.parametrize(
+    "target, made",
+    [
+        ("student", "build/student"),
+        ("assignments", "build/nbgrader/nbgrader_config.py"),
+    ],
+)
+def test_make_classroom_targets_write_what_the_readme_says(target, made):
+    done = subprocess.run(["make", target], cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert (ROOT / made).exists()
+    notebooks = sorted(p.name for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    if target == "student":
+        assert sorted(p.name for p in (ROOT / made).glob("*.ipynb")) == notebooks
+    else:
+        sources = sorted(p.name for p in (ROOT / "build/nbgrader/source").glob("*/*.ipynb"))
+        assert sources == notebooks
+
+
+def test_make_lint_is_clean():
+    done = subprocess.run(["make", "lint"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_run_notebooks_script_executes_a_notebook_in_place(tmp_path):
+    """CONTRIBUTING's `python scripts/run_notebooks.py notebooks/NN_*.ipynb`, on a copy."""
+    copy = tmp_path / "notebooks" / "01_roundtrip_raw_bytes.ipynb"
+    copy.parent.mkdir()
+    shutil.copy(ROOT / "notebooks" / copy.name, copy)
+    done = run(f"python {ROOT / 'scripts' / 'run_notebooks.py'} notebooks/01_*.ipynb", tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert done.stdout.startswith("notebooks/01_roundtrip_raw_bytes.ipynb: ok")
