@@ -233,7 +233,7 @@ def _convert_voc(args: argparse.Namespace) -> int:
         return 1
     from helpers.notebook import prepare_tensorflow
 
-    prepare_tensorflow(seed=None, deterministic_ops=False)  # quiet, before TensorFlow is imported
+    prepare_tensorflow(deterministic_ops=False)  # quiet, before TensorFlow is imported
     from helpers import voc, voc_records
 
     try:

@@ -11,11 +11,13 @@ import os
 import shutil
 from pathlib import Path
 
+from helpers._checks import check_seed
+
 #: Where notebooks write their files, relative to the notebook's own folder.
 _WORK_ROOT = Path("_work")
 
 
-def prepare_tensorflow(seed: int | None = 0, deterministic_ops: bool = True) -> None:
+def prepare_tensorflow(seed: int = 0, deterministic_ops: bool = True) -> None:
     """Make TensorFlow quiet and repeatable, then import it.
 
     TensorFlow's C++ logging and its oneDNN notice are controlled only by
@@ -34,13 +36,15 @@ def prepare_tensorflow(seed: int | None = 0, deterministic_ops: bool = True) -> 
 
     Args:
         seed: seeds Python's ``random``, NumPy's global generator and TensorFlow's
-            global seed (``keras.utils.set_random_seed``); ``None`` leaves them alone.
-            Notebooks still pass explicit seeds to every shuffle and generator.
+            global seed (``keras.utils.set_random_seed``). Notebooks still pass
+            explicit seeds to every shuffle and generator.
         deterministic_ops: turn on ``tf.config.experimental.enable_op_determinism``.
 
     Raises:
+        TypeError, ValueError: if ``seed`` is not a non-negative int (``None`` included).
         ImportError: if TensorFlow is not installed.
     """
+    seed = check_seed(seed)
     os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"  # C++ INFO, WARNING and ERROR lines
     os.environ["TF_ENABLE_ONEDNN_OPTS"] = "0"  # the oneDNN notice ignores the log level
     # Pool freed buffers, so that a batch does not page-fault its memory in again.
@@ -51,8 +55,7 @@ def prepare_tensorflow(seed: int | None = 0, deterministic_ops: bool = True) -> 
 
     tf.get_logger().setLevel(logging.ERROR)
     absl.logging.set_verbosity(absl.logging.ERROR)
-    if seed is not None:
-        tf.keras.utils.set_random_seed(seed)
+    tf.keras.utils.set_random_seed(seed)
     if deterministic_ops:
         tf.config.experimental.enable_op_determinism()
 

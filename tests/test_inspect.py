@@ -9,7 +9,7 @@ from helpers import inspect as hi
 from helpers.notebook import prepare_tensorflow
 from helpers.records import RecordError, iter_records, write_records
 
-prepare_tensorflow(seed=None, deterministic_ops=False)
+prepare_tensorflow(deterministic_ops=False)
 import tensorflow as tf  # noqa: E402  (after prepare_tensorflow, as everywhere in the project)
 
 

@@ -65,3 +65,11 @@ def _allocator_setting(**extra_env: str) -> str:
 def test_prepare_tensorflow_pools_cpu_memory_unless_told_otherwise():
     assert _allocator_setting() == "true"
     assert _allocator_setting(TF_CPU_ALLOCATOR_USE_BFC="false") == "false"
+
+
+@pytest.mark.parametrize("seed", [None, -1, 1.5])
+def test_prepare_tensorflow_refuses_a_seed_that_is_not_an_int(seed):
+    from helpers.notebook import prepare_tensorflow
+
+    with pytest.raises((TypeError, ValueError), match="seed must"):
+        prepare_tensorflow(seed=seed)
