@@ -71,28 +71,25 @@ def _parser() -> argparse.ArgumentParser:
         "a one-line summary. Existing outputs are replaced only with --overwrite.",
     )
     add = convert.add_argument
-    add(
-        "--voc-root",
-        type=Path,
-        metavar="DIR",
-        help="the VOC2012 folder (default: $VOC_ROOT if set, else the sample embedded in helpers)",
-    )
+    root_help = "the VOC2012 folder (default: $VOC_ROOT if set, else the embedded sample)"
+    add("--voc-root", type=Path, metavar="DIR", help=root_help)
     add("--split", required=True, metavar="NAME", help="the split: train, val or trainval")
     add(
         "--out",
         required=True,
         type=Path,
         metavar="PREFIX",
-        help="output prefix, e.g. data/voc-train (its folder is created if needed)",
+        help="output prefix, e.g. data/voc-train",
     )
+    shards = _int_at_least(1, "a positive integer")
     add(
         "--num-shards",
         "--shards",
         dest="num_shards",
-        type=_int_at_least(1, "a positive integer"),
+        type=shards,
         default=1,
         metavar="N",
-        help="number of shards (default 1)",
+        help="how many shard files to write (default 1)",
     )
     add(
         "--encoding",
@@ -103,9 +100,8 @@ def _parser() -> argparse.ArgumentParser:
     add(
         "--compression",
         type=_compression,
-        default=None,
         metavar="GZIP|ZLIB|NONE",
-        help="compress the shards as TensorFlow does (.tfrecord.gz, .tfrecord.zz); default NONE",
+        help="compress the shards as TensorFlow does (default NONE)",
     )
     add("--overwrite", action="store_true", help="replace output shards that already exist")
     add("--quiet", action="store_true", help="no progress bar")
@@ -129,21 +125,12 @@ def _parser() -> argparse.ArgumentParser:
         "Plain Python, no TensorFlow needed.",
     )
     inspect.add_argument("files", nargs="+", type=Path, metavar="FILE", help="files to describe")
-    inspect.add_argument(
-        "--show",
-        type=_int_at_least(0, "a record index (0, 1, ...)"),
-        metavar="N",
-        help="also print record N (0 is the first) readably",
-    )
+    index = _int_at_least(0, "a record index (0, 1, ...)")
+    inspect.add_argument("--show", type=index, metavar="N", help="also print record N readably")
     inspect.set_defaults(run=_inspect)
     for command in (verify, inspect):
-        command.add_argument(
-            "--compression",
-            type=_compression,
-            default=_DETECT,
-            metavar="GZIP|ZLIB|NONE",
-            help=f"how FILE is stored ({_DETECTED})",
-        )
+        how = f"how FILE is stored ({_DETECTED})"
+        command.add_argument("--compression", type=_compression, default=_DETECT, help=how)
     return parser
 
 

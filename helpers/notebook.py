@@ -1,7 +1,7 @@
 """Set-up shared by every notebook: quiet, deterministic TensorFlow and a work folder.
 
-Introduced in notebook 01 (``01_roundtrip_raw_bytes.ipynb``); every notebook's
-Setup cell calls :func:`prepare_tensorflow` before it imports TensorFlow.
+Notebook 01's Setup cell makes its work folder with :func:`work_dir`; from notebook
+02 on, every Setup cell calls :func:`prepare_tensorflow` before importing TensorFlow.
 """
 
 from __future__ import annotations
@@ -25,14 +25,10 @@ def prepare_tensorflow(seed: int = 0, deterministic_ops: bool = True) -> None:
     run before ``import tensorflow`` (running it again later is harmless, but the
     C++ settings then no longer change anything).
 
-    It also turns on TensorFlow's pooling CPU allocator
-    (``TF_CPU_ALLOCATOR_USE_BFC=true``). The default allocator hands every large
-    buffer (a batch of images is tens of MB) back to the operating system when it
-    is freed, and the next batch then pays a page fault for every 4 KiB it
-    touches: about a quarter of the CPU time of notebook 03's pipeline
-    (``benchmarks/bench_pipeline.py`` measures it). The pool keeps freed memory
-    for reuse, so the process's resident memory does not shrink after a peak.
-    A value you set yourself in the environment wins.
+    It also turns on TensorFlow's pooling CPU allocator (``TF_CPU_ALLOCATOR_USE_BFC``;
+    a value you set yourself wins): the default one returns every freed batch buffer
+    to the system, and the next batch page-faults it in again, about a quarter of
+    notebook 03's CPU time (``benchmarks/bench_pipeline.py``).
 
     Args:
         seed: seeds Python's ``random``, NumPy's global generator and TensorFlow's

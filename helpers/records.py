@@ -21,10 +21,12 @@ TensorFlow uses them). No TensorFlow is imported; CRC32C comes from ``google-crc
 
 from __future__ import annotations
 
+import glob
 import io
 import os
 import secrets
 import struct
+import warnings
 import zlib
 from collections.abc import Iterable, Iterator
 from pathlib import Path
@@ -82,17 +84,12 @@ def check_header(header: bytes, path: str | os.PathLike, index: int, offset: int
         raise RecordError(path, index, offset, reason)
     length, length_crc = _HEADER.unpack_from(header)
     if masked_crc32c(header[:8]) != length_crc:
+        reason = "the record header is damaged"
         if index == 0 and header.startswith(_GZIP_MAGIC):
-            reason = (
-                "length CRC mismatch: the file starts like GZIP; read it with compression='GZIP'"
-            )
+            reason = "the file starts like GZIP; read it with compression='GZIP'"
         elif index == 0:
-            reason = (
-                "length CRC mismatch: this is not a TFRecord file (or its first header is damaged)"
-            )
-        else:
-            reason = "length CRC mismatch: the record header is damaged"
-        raise RecordError(path, index, offset, reason)
+            reason = "this is not a TFRecord file (or its first header is damaged)"
+        raise RecordError(path, index, offset, f"length CRC mismatch: {reason}")
     return length
 
 
@@ -113,9 +110,8 @@ def check_payload(
         raise RecordError(path, index, offset, reason)
     payload = body[:length]
     if masked_crc32c(payload) != _CRC.unpack_from(body, length)[0]:
-        raise RecordError(
-            path, index, offset, "payload CRC mismatch: the record's bytes were changed"
-        )
+        reason = "payload CRC mismatch: the record's bytes were changed"
+        raise RecordError(path, index, offset, reason)
     return payload
 
 
@@ -164,6 +160,25 @@ class _AtomicRecordFile:
         Path(self.tmp_name).unlink(missing_ok=True)
 
 
+def _remove_stale_temps(paths: list[Path]) -> None:
+    """Delete the temporary files that a killed earlier write of ``paths`` left, and say so."""
+    stale = [
+        t
+        for p in paths
+        if p.parent.is_dir()
+        for t in p.parent.glob(f".{glob.escape(p.name)}.*.tmp")
+    ]
+    for temp in stale:
+        temp.unlink(missing_ok=True)
+    if stale:
+        names = ", ".join(t.name for t in stale)
+        warnings.warn(
+            f"removed {len(stale)} temporary file(s) left by an unfinished earlier write "
+            f"in {stale[0].parent}: {names}",
+            stacklevel=4,
+        )
+
+
 def _write_all(
     paths: list[Path], payloads: Iterable[bytes], compression: str | None, overwrite: bool
 ) -> list[int]:
@@ -172,12 +187,12 @@ def _write_all(
     An existing file is replaced only by the rename at the very end, so a failed write
     never loses the old one.
     """
+    _remove_stale_temps(paths)
     existing = [str(p) for p in paths if p.exists()]
     if existing and not overwrite:
         verb = "exists" if len(existing) == 1 else "exist"
-        raise FileExistsError(
-            f"{', '.join(existing)} already {verb}; pass overwrite=True to replace"
-        )
+        message = f"{', '.join(existing)} already {verb}; pass overwrite=True to replace"
+        raise FileExistsError(message)
     files: list[_AtomicRecordFile] = []
     try:
         files.extend(_AtomicRecordFile(path, compression) for path in paths)
@@ -216,17 +231,8 @@ def write_records(
     return _write_all([Path(path)], payloads, check_compression(compression), overwrite)[0]
 
 
-def _shard_paths(
-    prefix: str | os.PathLike, num_shards: int, compression: str | None = None
-) -> list[Path]:
-    """The names :func:`write_sharded` uses: ``<prefix>-00000-of-00004.tfrecord``.
-
-    GZIP shards end in ``.tfrecord.gz``, ZLIB shards in ``.tfrecord.zz``.
-
-    Raises:
-        TypeError, ValueError: for a ``num_shards`` that is not a positive int, or an
-            unknown ``compression``.
-    """
+def _shard_paths(prefix: str | os.PathLike, num_shards: int, compression=None) -> list[Path]:
+    """``<prefix>-00000-of-00004.tfrecord`` (``.tfrecord.gz`` for GZIP, ``.zz`` for ZLIB)."""
     num_shards = check_int(num_shards, "num_shards", minimum=1)
     prefix, suffix = Path(prefix), _SUFFIX[check_compression(compression)]
     return [
@@ -252,7 +258,7 @@ def write_sharded(
 
     Raises:
         FileExistsError: if a shard exists and ``overwrite`` is false (nothing is read).
-        FileNotFoundError, TypeError, ValueError: as :func:`write_records` and :func:`_shard_paths`.
+        FileNotFoundError, TypeError, ValueError: as :func:`write_records`, or a bad ``num_shards``.
     """
     paths = _shard_paths(prefix, num_shards, compression)
     _write_all(paths, payloads, check_compression(compression), overwrite)

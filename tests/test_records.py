@@ -468,3 +468,36 @@ def test_written_files_get_the_usual_permissions(tmp_path):
     finally:
         os.umask(old)
     assert path.stat().st_mode & 0o777 == 0o644
+
+
+def test_the_next_write_removes_what_a_killed_write_left_and_says_so(tmp_path):
+    """kill -9 half way leaves hidden temp files (never a final name); the next run cleans them."""
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    script = (
+        "import sys, time\n"
+        "from helpers.records import write_sharded\n"
+        "def slow():\n"
+        "    for i in range(1000):\n"
+        "        yield bytes(100_000)\n"
+        "        if i == 20: print('half way', flush=True); time.sleep(60)\n"
+        "write_sharded(sys.argv[1], slow(), 2)\n"
+    )
+    prefix = tmp_path / "train"
+    child = subprocess.Popen(
+        [sys.executable, "-c", script, str(prefix)], stdout=subprocess.PIPE, text=True
+    )
+    assert child.stdout.readline() == "half way\n"
+    time.sleep(0.2)
+    child.send_signal(signal.SIGKILL)
+    child.wait()
+    left = sorted(p.name for p in tmp_path.iterdir())
+    assert len(left) == 2 and all(
+        name.startswith(".train-0000") and name.endswith(".tmp") for name in left
+    )
+    with pytest.warns(UserWarning, match="removed 2 temporary file"):
+        paths = write_sharded(prefix, [b"a", b"b"], 2)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in paths)
