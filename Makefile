@@ -1,5 +1,6 @@
 # Every target sets up .venv first if it is missing or older than the pins.
-PYTHON ?= python3
+# Python 3.11: the first of python3.11 and python3 on PATH (or PYTHON=...); checked below.
+PYTHON ?= $(firstword $(shell command -v python3.11 python3 2>/dev/null) python3)
 VENV   := .venv
 PY     := $(VENV)/bin/python
 READY  := $(VENV)/.ready
@@ -10,7 +11,7 @@ XDIST  := -n 2 --dist loadscope
 # Jupyter refuses to start as root (containers, classroom images) unless told it may.
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
 
-.PHONY: help venv lab test lint test-helpers test-notebooks notebooks student assignments bench sample stability clean
+.PHONY: help venv lock lab test lint test-helpers test-notebooks notebooks student assignments bench sample stability clean
 
 help:
 	@echo "make lab        set up .venv and open JupyterLab on notebooks/"
@@ -20,17 +21,36 @@ help:
 	@echo "make student    student copies without solutions in build/student/"
 	@echo "make assignments  an nbgrader course folder in build/nbgrader/"
 	@echo "make bench      run benchmarks/ and print ratios against their baselines"
+	@echo "make lock       regenerate requirements.lock from requirements.txt and the dev tools"
 	@echo "make sample     rebuild the embedded VOC-format sample in helpers/sample_data/"
 	@echo "make stability  run the notebook checks twice, with another hash seed, time zone and locale"
 
 venv: $(READY)
 
-$(READY): requirements.txt pyproject.toml
+# On Linux x86_64 (where CI runs) every package comes at its exact version from
+# requirements.lock, so the stored notebook outputs change only when the lock does.
+# Elsewhere the compatible-release pins of requirements.txt and the dev extra apply.
+ifeq ($(shell uname -sm),Linux x86_64)
+PINS := requirements.lock
+INSTALL := -r requirements.lock && $(PY) -m pip install --quiet --no-deps -e .
+else
+PINS := requirements.txt
+INSTALL := -r requirements.txt -e '.[dev]'
+endif
+
+$(READY): $(PINS) requirements.txt pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info[:2] != (3, 11))' 2>/dev/null || \
+	  { echo "make needs Python 3.11 (found: $$($(PYTHON) --version 2>&1)); run make PYTHON=/path/to/python3.11" >&2; exit 1; }
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -r requirements.txt -e '.[dev]'
+	$(PY) -m pip install --quiet $(INSTALL)
 	$(PY) -m ipykernel install --sys-prefix --name python3 --display-name "Python 3 (TFRecord tutorials)" > /dev/null
 	touch $(READY)
+
+lock: $(READY)
+	$(PY) -m uv pip compile requirements.txt pyproject.toml --extra dev --python-version 3.11 \
+	  --python-platform x86_64-unknown-linux-gnu --no-header --annotation-style line \
+	  --quiet -o requirements.lock
 
 lab: $(READY)
 	$(VENV)/bin/jupyter lab --ServerApp.root_dir=notebooks $(ALLOW_ROOT)
@@ -69,3 +89,5 @@ stability: $(READY)
 
 clean:
 	rm -rf notebooks/_work benchmarks/_work build
+	# hidden temporary files of writes that were killed half way (helpers.records)
+	find . -path ./.venv -prune -o -type f -name '.*.tfrecord*.tmp' -print -delete

@@ -25,6 +25,8 @@ NOT_RUN = {
     "make notebooks": "rewrites every notebook in place; the same script is run below on a copy",
     "make bench": "takes minutes and measures time, which tests never do",
     "make sample": "rewrites helpers/sample_data; tests/test_voc_sample.py checks the sample",
+    "make lock": "re-resolves against the package registry and rewrites requirements.lock; "
+    "tests/test_environment.py checks that the lock agrees with the pins",
     "conda env create -f environment.yml": "conda is not part of this environment; "
     "tests/test_environment.py checks environment.yml against the pins",
     "conda activate tfrecord-tutorials": "conda (see above)",

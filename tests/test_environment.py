@@ -52,3 +52,38 @@ def test_every_pin_is_compatible_release():
         line = line.split("#", 1)[0].strip()
         if line:
             assert "~=" in line, f"use a compatible-release pin (~=) in requirements.txt: {line}"
+
+
+def _locked():
+    """name -> exact version from requirements.lock (made by `make lock`, never by hand)."""
+    pins = {}
+    for line in (ROOT / "requirements.lock").read_text().splitlines():
+        line = line.split("#", 1)[0].strip()
+        if line:
+            req = Requirement(line)
+            (spec,) = req.specifier
+            assert spec.operator == "==", f"requirements.lock pins exactly: {line}"
+            pins[req.name.lower()] = spec.version
+    return pins
+
+
+def test_the_lock_satisfies_every_pin_for_the_platform_ci_runs_on():
+    locked = _locked()
+    linux = {"sys_platform": "linux", "platform_machine": "x86_64", "python_version": "3.11"}
+    wanted = list((ROOT / "requirements.txt").read_text().splitlines())
+    wanted += tomllib.loads((ROOT / "pyproject.toml").read_text())["project"][
+        "optional-dependencies"
+    ]["dev"]
+    for line in wanted:
+        line = line.split("#", 1)[0].strip()
+        if not line:
+            continue
+        req = Requirement(line)
+        if req.marker and not req.marker.evaluate(linux):
+            continue
+        assert req.name.lower() in locked, (
+            f"{req.name} is missing from requirements.lock: run make lock"
+        )
+        assert req.specifier.contains(locked[req.name.lower()], prereleases=True), (
+            f"requirements.lock has {req.name}=={locked[req.name.lower()]}, outside {req.specifier}: run make lock"
+        )
