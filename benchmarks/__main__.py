@@ -1,22 +1,75 @@
 """Run the benchmarks: `python -m benchmarks [NAME ...]` (default: all).
 
 Each `benchmarks/bench_<name>.py` has a `main()` that prints one line per
-comparison: the candidate's speed as a ratio of its baseline's, measured
-alternately in the same process on the same data.
+comparison: the candidate's speed as a ratio of its baseline's (median and range),
+measured alternately in the same process on the same data. The results of each
+benchmark are also written as JSON to `benchmarks/results/<name>-<time>.json`
+(git-ignored), with the commit, the machine and the package versions, so that two
+runs can be compared.
 """
 
 import importlib
+import json
+import os
 import pkgutil
+import platform
+import subprocess
 import sys
+import time
+from importlib import metadata
 from pathlib import Path
 
+from benchmarks import _common
 from helpers.notebook import prepare_tensorflow
+
+HERE = Path(__file__).resolve().parent
+PACKAGES = ["tensorflow-cpu", "tensorflow", "numpy", "protobuf", "google-crc32c", "pillow"]
+
+
+def environment() -> dict:
+    """What the numbers depend on: the code, the machine and the package versions."""
+    commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=HERE, capture_output=True, text=True)
+    dirty = subprocess.run(
+        ["git", "status", "--porcelain"], cwd=HERE, capture_output=True, text=True
+    )
+    versions = {}
+    for name in PACKAGES:
+        try:
+            versions[name] = metadata.version(name)
+        except metadata.PackageNotFoundError:
+            pass
+    return {
+        "commit": commit.stdout.strip() or None,
+        "uncommitted_changes": bool(dirty.stdout.strip()),
+        "machine": {
+            "platform": platform.platform(),
+            "processor": platform.machine(),
+            "cpus": os.cpu_count(),
+            "load_average": os.getloadavg(),
+        },
+        "python": platform.python_version(),
+        "packages": versions,
+    }
+
+
+def save(name: str, started: float) -> Path:
+    folder = HERE / "results"
+    folder.mkdir(exist_ok=True)
+    path = folder / f"{name}-{time.strftime('%Y%m%d-%H%M%S', time.localtime(started))}.json"
+    record = {
+        "benchmark": name,
+        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(started)),
+        **environment(),
+        "comparisons": [c.as_dict() for c in _common.RESULTS],
+    }
+    path.write_text(json.dumps(record, indent=2) + "\n")
+    return path
 
 
 def main(argv: list[str]) -> int:
     available = sorted(
         m.name[len("bench_") :]
-        for m in pkgutil.iter_modules([str(Path(__file__).parent)])
+        for m in pkgutil.iter_modules([str(HERE)])
         if m.name.startswith("bench_")
     )
     chosen = argv or available
@@ -27,7 +80,10 @@ def main(argv: list[str]) -> int:
     prepare_tensorflow()
     for name in chosen:
         print(f"== {name}", flush=True)
+        _common.RESULTS.clear()
+        started = time.time()
         importlib.import_module(f"benchmarks.bench_{name}").main()
+        print(f"results: {save(name, started).relative_to(HERE.parent)}", flush=True)
     return 0
 
 

@@ -10,6 +10,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 WORK = Path(__file__).resolve().parent / "_work"
+#: Every comparison made in this process, in order (written as JSON by ``python -m benchmarks``).
+RESULTS: list[Comparison] = []
 
 
 @dataclass
@@ -28,6 +30,16 @@ class Comparison:
     @property
     def candidate(self) -> float:
         return statistics.median(self.candidate_times)
+
+    def as_dict(self) -> dict:
+        return {
+            "name": self.name,
+            "speed_ratio_median": self.speed_ratio,
+            "speed_ratio_range": [min(self.ratios), max(self.ratios)],
+            "baseline_seconds": self.baseline_times,
+            "candidate_seconds": self.candidate_times,
+            "goal": self.goal,
+        }
 
     @property
     def ratios(self) -> list[float]:
@@ -72,6 +84,7 @@ def compare(
         cand_times.append(seconds(candidate))
     result = Comparison(name, base_times, cand_times, goal)
     print(result.line(), flush=True)
+    RESULTS.append(result)
     return result
 
 

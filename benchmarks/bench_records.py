@@ -3,8 +3,9 @@
 Every comparison runs the baseline and the candidate alternately on the same records
 (see ``_common.compare``) and prints the median speed ratio and its range:
 
-* writing: ``write_records`` / ``write_sharded`` vs a bare ``tf.io.TFRecordWriter`` loop;
-  the bytes must be identical (plain, GZIP and ZLIB);
+* writing: ``write_records`` / ``write_sharded`` vs a bare ``tf.io.TFRecordWriter`` loop,
+  and vs the same loop followed by ``os.fsync`` (the durability ``write_records`` adds
+  before its rename); the bytes must be identical (plain, GZIP and ZLIB);
 * reading, every record's bytes delivered to Python with both CRCs checked, against the
   strongest TensorFlow paths for the same work: ``tf.compat.v1.io.tf_record_iterator``
   (C++ reader, one Python call per record) and ``TFRecordDataset.as_numpy_iterator()``.
@@ -14,6 +15,7 @@ Every comparison runs the baseline and the candidate alternately on the same rec
 
 from __future__ import annotations
 
+import os
 from functools import partial
 from pathlib import Path
 
@@ -46,19 +48,27 @@ def make_payloads(side: int, count: int, seed: int) -> list[bytes]:
     return payloads
 
 
-def tf_write(path: Path, payloads: list[bytes], compression: str | None = None) -> None:
+def tf_write(path: Path, payloads: list[bytes], compression: str | None = None, sync=False) -> None:
     options = tf.io.TFRecordOptions(compression_type=compression or "")
     with tf.io.TFRecordWriter(str(path), options=options) as writer:
         for payload in payloads:
             writer.write(payload)
+    if sync:  # what write_records does before its rename: the bytes are on disk
+        fd = os.open(path, os.O_RDONLY)
+        os.fsync(fd)
+        os.close(fd)
 
 
 def tf_write_sharded(paths: list[Path], payloads: list[bytes]) -> None:
+    """Round-robin over TFRecordWriters, then fsync each shard, as write_sharded does."""
     writers = [tf.io.TFRecordWriter(str(p)) for p in paths]
     for index, payload in enumerate(payloads):
         writers[index % len(writers)].write(payload)
-    for writer in writers:
+    for writer, path in zip(writers, paths, strict=True):
         writer.close()
+        fd = os.open(path, os.O_RDONLY)
+        os.fsync(fd)
+        os.close(fd)
 
 
 def read_with_tf_record_iterator(path: Path, compression: str | None) -> int:
@@ -89,11 +99,12 @@ def main() -> None:
         for compression in (None, "GZIP", "ZLIB"):
             kind = compression or "plain"
             ours, theirs = folder / f"{label}-{kind}-ours", folder / f"{label}-{kind}-tf"
-            compare(
-                f"write {label} {kind}: write_records vs TFRecordWriter",
-                partial(tf_write, theirs, payloads, compression),
-                partial(write_records, ours, payloads, compression, overwrite=True),
-            )
+            for sync, what in ((False, "TFRecordWriter"), (True, "TFRecordWriter+fsync")):
+                compare(
+                    f"write {label} {kind}: write_records vs {what}",
+                    partial(tf_write, theirs, payloads, compression, sync),
+                    partial(write_records, ours, payloads, compression, overwrite=True),
+                )
             assert ours.read_bytes() == theirs.read_bytes(), f"{label} {kind}: writers disagree"
             ours_read = partial(read_with_helpers, theirs, compression)
             for baseline in (read_with_tf_record_iterator, read_with_as_numpy_iterator):
@@ -103,7 +114,7 @@ def main() -> None:
                 compare(f"read {label} {kind}: iter_records vs {name}", theirs_read, ours_read)
     tf_paths = [folder / f"tf-shard-{i}" for i in range(SHARDS)]
     compare(
-        f"write large, {SHARDS} shards: write_sharded vs {SHARDS} TFRecordWriters",
+        f"write large, {SHARDS} shards: write_sharded vs {SHARDS} TFRecordWriters+fsync",
         lambda: tf_write_sharded(tf_paths, large),
         lambda: write_sharded(folder / "sharded", large, SHARDS, overwrite=True),
     )

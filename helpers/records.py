@@ -141,10 +141,13 @@ class _AtomicRecordFile:
 
     def write(self, payload: bytes) -> None:
         length = struct.pack("<Q", len(payload))
-        record = b"".join(
-            (length, _CRC.pack(masked_crc32c(length)), payload, _CRC.pack(masked_crc32c(payload)))
+        parts = (
+            length + _CRC.pack(masked_crc32c(length)),
+            payload,
+            _CRC.pack(masked_crc32c(payload)),
         )
-        self.file.write(self.deflate.compress(record) if self.deflate else record)
+        for part in parts:  # the payload goes out as it is, without a copy
+            self.file.write(self.deflate.compress(part) if self.deflate else part)
         self.count += 1
 
     def commit(self) -> None:
