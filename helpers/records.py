@@ -335,7 +335,10 @@ def iter_records(
     """Yield the payload of every record in a TFRecord file, checking both CRCs.
 
     Plain Python, no TensorFlow: ``tf.train.Example.FromString`` turns a payload back
-    into an Example (notebook 02, "Read them again in plain Python"). With
+    into an Example (notebook 02, "Read them again in plain Python"). Measured against
+    ``tf.compat.v1.io.tf_record_iterator`` (``python -m benchmarks records``): about 2x
+    faster on 590 KB records, but TensorFlow wins on 1 KB ones (this is 0.5x plain,
+    0.75x compressed): the per-record cost of Python shows there. With
     ``offsets=True`` yield ``(offset, payload)``, where ``offset`` is the byte at which
     the record's header starts in the (uncompressed) stream (notebook 06).
 
