@@ -2,7 +2,7 @@
 
     convert-voc  convert a split of a VOC2012-layout folder into sharded TFRecord files
     verify       check every record of TFRecord files (both CRCs, complete framing)
-    inspect      count the records of TFRecord files and infer their features
+    inspect      count the records of TFRecord files and infer their features or tensors
 
 Expected problems (a damaged file, a missing folder, an output that exists, an
 unreadable image) give one clear line on stderr and exit status 1, never a traceback;
@@ -120,9 +120,9 @@ def _parser() -> argparse.ArgumentParser:
     inspect = commands.add_parser(
         "inspect",
         help="count records and infer the features of TFRecord files",
-        description="Describe each FILE: its records (Example or SequenceExample) and for each "
-        "feature its type, values per record and in how many records it is present. "
-        "Plain Python, no TensorFlow needed.",
+        description="Describe each FILE: its records (Example, SequenceExample or serialized "
+        "tensors) and for each feature its type, values per record and in how many records it "
+        "is present (for tensors: dtype and shape). Plain Python, no TensorFlow needed.",
     )
     inspect.add_argument("files", nargs="+", type=Path, metavar="FILE", help="files to describe")
     index = _int_at_least(0, "a record index (0, 1, ...)")

@@ -1,31 +1,20 @@
-"""Describe the features of an unknown TFRecord file, in plain Python (no TensorFlow).
-
-Shown in notebook 06 (``06_inspect_tfrecord_files.ipynb``), sections "Infer the features
-of every record", "Tell Example and SequenceExample apart" (the rule :func:`_parse`
-applies) and "Let python -m helpers do it" (the command line that uses this module).
-
-Why a protobuf schema is written out here: importing ``tf.train.SequenceExample``'s
-module (``tensorflow.core.example.example_pb2``) imports all of TensorFlow, which
-``python -m helpers inspect`` should not wait for. So the messages of TensorFlow's
-``example.proto`` and ``feature.proto`` that a SequenceExample is made of are written
-below in protobuf text format, and protobuf builds the class from them (``text_format``,
-a private ``DescriptorPool``, ``message_factory``): the same wire format, as
-``tests/test_inspect.py`` checks against ``tf.train``'s own descriptors.
-"""
+"""Describe the records of an unknown TFRecord file in plain Python (notebook 06). The messages
+of TensorFlow's example.proto, feature.proto and tensor.proto (the fields ``serialize_tensor``
+writes) are below in protobuf text format: importing ``tf.train`` imports all of TensorFlow."""
 
 from __future__ import annotations
 
 import functools
+import math
 import os
 from dataclasses import dataclass, field
 
 from helpers.records import RecordError, iter_records
 
-_SCHEMA = """name: "helpers/sequence_example.proto" package: "tensorflow" syntax: "proto3"
+_SCHEMA = """name: "helpers/records.proto" package: "tensorflow" syntax: "proto3"
 message_type { name: "BytesList" field { name: "value" number: 1 label: LABEL_REPEATED
-  type: TYPE_BYTES } }
-message_type { name: "FloatList" field { name: "value" number: 1 label: LABEL_REPEATED
-  type: TYPE_FLOAT options { packed: true } } }
+  type: TYPE_BYTES } } message_type { name: "FloatList" field { name: "value" number: 1
+  label: LABEL_REPEATED type: TYPE_FLOAT options { packed: true } } }
 message_type { name: "Int64List" field { name: "value" number: 1 label: LABEL_REPEATED
   type: TYPE_INT64 options { packed: true jstype: JS_STRING } } }
 message_type { name: "Feature" oneof_decl { name: "kind" }
@@ -35,54 +24,75 @@ message_type { name: "Feature" oneof_decl { name: "kind" }
 message_type { name: "Features"
   field { name: "feature" number: 1 label: LABEL_REPEATED type_name: "FeatureEntry" }
   nested_type { name: "FeatureEntry" options { map_entry: true }
-    field { name: "key" number: 1 type: TYPE_STRING }
-    field { name: "value" number: 2 type_name: "Feature" } } }
-message_type { name: "FeatureList"
-  field { name: "feature" number: 1 label: LABEL_REPEATED type_name: "Feature" } }
+    field { name: "key" number: 1 type: TYPE_STRING } field { name: "value" number: 2
+    type_name: "Feature" } } }
+message_type { name: "FeatureList" field { name: "feature" number: 1 label: LABEL_REPEATED
+  type_name: "Feature" } }
 message_type { name: "FeatureLists"
   field { name: "feature_list" number: 1 label: LABEL_REPEATED type_name: "FeatureListEntry" }
   nested_type { name: "FeatureListEntry" options { map_entry: true }
-    field { name: "key" number: 1 type: TYPE_STRING }
-    field { name: "value" number: 2 type_name: "FeatureList" } } }
-message_type { name: "SequenceExample"
-  field { name: "context" number: 1 type_name: "Features" }
+    field { name: "key" number: 1 type: TYPE_STRING } field { name: "value" number: 2
+    type_name: "FeatureList" } } }
+message_type { name: "SequenceExample" field { name: "context" number: 1 type_name: "Features" }
   field { name: "feature_lists" number: 2 type_name: "FeatureLists" } }
+message_type { name: "TensorShapeProto" field { name: "dim" number: 2 label: LABEL_REPEATED
+  type_name: "Dim" } field { name: "unknown_rank" number: 3 type: TYPE_BOOL }
+  nested_type { name: "Dim" field { name: "size" number: 1 type: TYPE_INT64 }
+    field { name: "name" number: 2 type: TYPE_STRING } } }
+message_type { name: "TensorProto" field { name: "dtype" number: 1 type: TYPE_INT32 }
+  field { name: "tensor_shape" number: 2 type_name: "TensorShapeProto" }
+  field { name: "tensor_content" number: 4 type: TYPE_BYTES }
+  field { name: "string_val" number: 8 label: LABEL_REPEATED type: TYPE_BYTES } }
 """
+_DTYPES = {1: ("float32", 4), 2: ("float64", 8), 3: ("int32", 4), 4: ("uint8", 1), 5: ("int16", 2),
+           6: ("int8", 1), 7: ("string", 0), 8: ("complex64", 8), 9: ("int64", 8), 10: ("bool", 1),
+           14: ("bfloat16", 2), 17: ("uint16", 2), 18: ("complex128", 16), 19: ("float16", 2),
+           22: ("uint32", 4), 23: ("uint64", 8)}  # fmt: skip
 _TYPES = {"bytes_list": "bytes", "float_list": "float", "int64_list": "int64", None: "empty"}
 _MAGIC = {b"\x89PNG": "a PNG image", b"\xff\xd8\xff": "a JPEG image", b"\x1f\x8b": "GZIP data"}
+_TENSOR_COLUMNS = ["dtype", "rank", "shape", "values/record", "present in"]
 _MAX_VALUES, _MAX_BYTES, _MAX_STEPS = 8, 32, 3  # how much of one record format_record shows
 
 
 @functools.cache
-def _sequence_example() -> type:
-    """The class of tensorflow.SequenceExample, built on first use in a pool of its own
-    (so that it never clashes with TensorFlow's classes when both are loaded)."""
+def _message(name: str) -> type:
+    """The class of ``tensorflow.<name>``, built in a pool of its own (apart from TensorFlow's)."""
     from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, text_format
 
     pool = descriptor_pool.DescriptorPool()
     pool.Add(text_format.Parse(_SCHEMA, descriptor_pb2.FileDescriptorProto()))
-    return message_factory.GetMessageClass(pool.FindMessageTypeByName("tensorflow.SequenceExample"))
+    return message_factory.GetMessageClass(pool.FindMessageTypeByName(f"tensorflow.{name}"))
 
 
 def _parse(payload: bytes) -> tuple[str, object]:
-    """``("Example" or "SequenceExample", the payload parsed as a SequenceExample)``.
-
-    Raises ValueError if protobuf cannot parse it or finds fields neither message has.
-    """
+    """``(kind, message)``: "Example"/"SequenceExample" if it parses as a SequenceExample with no
+    unknown field (notebook 06, "Tell Example and SequenceExample apart"), "TensorProto" if as
+    one with no unknown field, a known dtype and values that fit its shape; never both (an
+    Example's field 1 is no varint dtype; b"" has no dtype). Else ValueError."""
     from google.protobuf.message import DecodeError
 
-    try:
-        message = _sequence_example().FromString(payload)
+    parsed = {}
+    for name in ("SequenceExample", "TensorProto"):
+        try:
+            message = _message(name).FromString(payload)
+        except DecodeError:
+            continue
         size = message.ByteSize()
-        message.DiscardUnknownFields()  # fields neither message has: a PNG, text, ...
-        problem = message.ByteSize() != size and "protobuf, but with fields neither message has"
-    except DecodeError:
-        problem = "protobuf could not parse it"
-    if problem:
-        looks = [f"look like {name}" for magic, name in _MAGIC.items() if payload.startswith(magic)]
-        what = f"{len(payload):,} bytes that " + (looks or [f"start {payload[:8].hex()}"])[0]
-        raise ValueError(f"not a tf.train.Example or SequenceExample: {what} ({problem})")
-    return ("SequenceExample" if message.HasField("feature_lists") else "Example"), message
+        message.DiscardUnknownFields()  # fields the message does not have: a PNG, text, ...
+        parsed[name] = message.ByteSize() == size and message
+    if sequence := parsed.get("SequenceExample"):
+        return ("SequenceExample" if sequence.HasField("feature_lists") else "Example"), sequence
+    problem = "protobuf, but with fields none of them has" if parsed else "protobuf cannot parse it"
+    if tensor := parsed.get("TensorProto"):  # is it one that tf.io.parse_tensor reads?
+        shape, content = [dim.size for dim in tensor.tensor_shape.dim], len(tensor.tensor_content)
+        (dtype, size), n = _DTYPES.get(tensor.dtype, (None, 0)), math.prod(shape)
+        fits = not content and len(tensor.string_val) <= n if not size else content in (0, n * size)
+        if dtype and fits and min(shape, default=0) >= 0 and not tensor.tensor_shape.unknown_rank:
+            return "TensorProto", tensor
+        problem = f"TensorProto of unknown dtype or wrong size: dtype {tensor.dtype}, shape {shape}"
+    looks = [f"look like {name}" for magic, name in _MAGIC.items() if payload.startswith(magic)]
+    what = f"{len(payload):,} bytes that " + (looks or [f"start {payload[:8].hex()}"])[0]
+    raise ValueError(f"not a tf.train.Example, SequenceExample or TensorProto: {what} ({problem})")
 
 
 def _widen(span: tuple[int, int] | None, value: int) -> tuple[int, int]:
@@ -91,9 +101,10 @@ def _widen(span: tuple[int, int] | None, value: int) -> tuple[int, int]:
 
 @dataclass
 class _Feature:
-    """One feature or feature list across a file: ``types`` seen, in how many records it is
-    ``present``, and (fewest, most) ``values`` per record (per step in a list), bytes per
-    bytes value (``value_bytes``) and ``steps`` per record (lists only); None if none seen."""
+    """A feature, feature list or dtype of tensors across a file: ``type`` (``int64``, ``float``,
+    ``bytes``, ``empty``, ``|``-joined if records disagree), in how many records ``present``,
+    (fewest, most) ``values`` per record (per step in lists), ``value_bytes``, ``steps`` (lists),
+    ``ranks`` and ``dims`` per axis (tensors; ``shape``: ``[2-5, 4, ...]``)."""
 
     name: str
     types: set[str] = field(default_factory=set)
@@ -101,72 +112,82 @@ class _Feature:
     values: tuple[int, int] | None = None
     value_bytes: tuple[int, int] | None = None
     steps: tuple[int, int] | None = None
+    ranks: tuple[int, int] | None = None
+    dims: list[tuple[int, int]] = field(default_factory=list)
 
     @property
     def type(self) -> str:
-        """``int64``, ``float``, ``bytes`` or ``empty``; joined by ``|`` if records disagree."""
         return "|".join(sorted(self.types))
 
-    def add(self, feature) -> None:
-        kind = feature.WhichOneof("kind")
-        self.types.add(_TYPES[kind])
-        values = getattr(feature, kind).value if kind else ()
-        self.values = _widen(self.values, len(values))
-        for value in values if kind == "bytes_list" else ():
-            self.value_bytes = _widen(self.value_bytes, len(value))
+    @property
+    def shape(self) -> str:
+        low, high = self.ranks or (0, 0)
+        return "[" + ", ".join([*map(_span, self.dims[:low])] + ["..."] * (low < high)) + "]"
+
+    def add(self, features, steps: bool = False) -> None:
+        self.present += 1
+        self.steps = _widen(self.steps, len(features)) if steps else None
+        for feature in features:
+            kind = feature.WhichOneof("kind")
+            self.types.add(_TYPES[kind])
+            values = getattr(feature, kind).value if kind else ()
+            self.values = _widen(self.values, len(values))
+            for value in values if kind == "bytes_list" else ():
+                self.value_bytes = _widen(self.value_bytes, len(value))
+
+    def add_tensor(self, tensor) -> None:
+        shape = [dim.size for dim in tensor.tensor_shape.dim]
+        self.present, self.ranks = self.present + 1, _widen(self.ranks, len(shape))
+        self.values = _widen(self.values, math.prod(shape))
+        padded = self.dims + [None] * (len(shape) - len(self.dims))
+        self.dims = [d if i >= len(shape) else _widen(d, shape[i]) for i, d in enumerate(padded)]
 
 
 @dataclass
 class FileSummary:
-    """What :func:`describe_file` found: the ``source`` file, ``kind`` (``"Example"``,
-    ``"SequenceExample"``, None for no records), ``num_records``, and by name the
-    ``features`` (a SequenceExample's context) and ``feature_lists``, each with ``type``,
-    ``present``, ``values``, ``value_bytes`` (and ``steps`` for lists). Shown in notebook 06."""
+    """What :func:`describe_file` found: ``source``, ``kind`` ("Example", "SequenceExample",
+    "TensorProto", None for no records), ``num_records``, and by name the ``features`` (a
+    SequenceExample's context) and ``feature_lists``, or by dtype the ``tensors``. Notebook 06."""
 
     source: str
     kind: str | None = None
     num_records: int = 0
     features: dict[str, _Feature] = field(default_factory=dict)
     feature_lists: dict[str, _Feature] = field(default_factory=dict)
+    tensors: dict[str, _Feature] = field(default_factory=dict)
 
 
 def describe_file(path: str | os.PathLike, compression: str | None = None) -> FileSummary:
-    """Read every record of a TFRecord file and infer its features, without TensorFlow.
-
-    ``compression`` is None, "GZIP" or "ZLIB" as for :func:`helpers.records.iter_records`.
-    Shown in notebook 06, section "Infer the features of every record".
-
-    Raises:
-        RecordError: naming the file, record index and offset, if a record is damaged,
-            or intact but neither a tf.train.Example nor a SequenceExample.
-        FileNotFoundError: if the file does not exist.
-    """
+    """Read every record of a TFRecord file (``compression`` None, "GZIP" or "ZLIB") and infer
+    its features, or its tensors' dtypes and shapes, without TensorFlow (notebook 06, "Infer the
+    features of every record", "Store whole tensors with tf.io.serialize_tensor"). RecordError
+    names the file, record index and offset of a damaged record, one that is no Example,
+    SequenceExample or TensorProto, or a TensorProto among the others (or the reverse)."""
     summary = FileSummary(str(path))
     for index, (offset, payload) in enumerate(iter_records(path, compression, offsets=True)):
         try:
             kind, message = _parse(payload)
+            if summary.kind and (kind == "TensorProto") != (summary.kind == "TensorProto"):
+                raise ValueError(f"a {kind} in a file whose records so far are {summary.kind}s")
         except ValueError as error:
             raise RecordError(path, index, offset, str(error)) from None
         summary.num_records += 1
         summary.kind = "SequenceExample" if summary.kind == "SequenceExample" else kind
+        if kind == "TensorProto":
+            dtype = _DTYPES[message.dtype][0]
+            summary.tensors.setdefault(dtype, _Feature(dtype)).add_tensor(message)
+            continue
         for name, feature in message.context.feature.items():
-            tally = summary.features.setdefault(name, _Feature(name))
-            tally.present += 1
-            tally.add(feature)
+            summary.features.setdefault(name, _Feature(name)).add([feature])
         for name, feature_list in message.feature_lists.feature_list.items():
-            tally = summary.feature_lists.setdefault(name, _Feature(name))
-            tally.present += 1
-            tally.steps = _widen(tally.steps, len(feature_list.feature))
-            for step in feature_list.feature:
-                tally.add(step)
-    summary.features = dict(sorted(summary.features.items()))
-    summary.feature_lists = dict(sorted(summary.feature_lists.items()))
+            summary.feature_lists.setdefault(name, _Feature(name)).add(feature_list.feature, True)
+    for table in ("features", "feature_lists", "tensors"):
+        setattr(summary, table, dict(sorted(getattr(summary, table).items())))
     return summary
 
 
 def _span(pair: tuple[int, int] | None) -> str:
-    low, high = pair or (None, None)
-    return "-" if pair is None else f"{low:,}" if low == high else f"{low:,}-{high:,}"
+    return "-" if pair is None else "-".join(f"{n:,}" for n in sorted(set(pair)))
 
 
 def _plural(n: int, word: str) -> str:
@@ -179,23 +200,25 @@ def _table(rows: list[list[str]]) -> list[str]:
 
 
 def format_summary(summary: FileSummary) -> str:
-    """A :class:`FileSummary` as tables: per feature (and feature list) its type, values per
-    record (``1`` or ``3-7``), size range of single bytes values, records that have it, and
-    for lists steps per record. Shown in notebook 06, section "Infer the features of every
-    record"; ``python -m helpers inspect`` prints it."""
-    n, is_sequence = summary.num_records, summary.kind == "SequenceExample"
-    if summary.kind is None:
+    """A :class:`FileSummary` as tables: per feature (or feature list, or dtype) its type, values
+    per record (``1`` or ``3-7``), bytes per bytes value, steps (lists), rank and shape (tensors)
+    and in how many records; notebook 06, "Infer the features..."; ``python -m helpers inspect``."""
+    n, kind = summary.num_records, summary.kind
+    if kind is None:
         return f"{summary.source}: 0 records"
-    lines = [f"{summary.source}: {_plural(n, 'record')} of tf.train.{summary.kind}"]
-    tables = [("context feature" if is_sequence else "feature", summary.features)]
-    for title, features in tables + ([("feature list", summary.feature_lists)] * is_sequence):
-        rows = [f"{title}|type|steps/record|values/step|bytes/value|present in".split("|")]
+    what = "TensorProto (tf.io.serialize_tensor)" if kind == "TensorProto" else f"tf.train.{kind}"
+    lines = [f"{summary.source}: {_plural(n, 'record')} of {what}"]
+    if kind == "TensorProto":
+        rows = [[t.name, _span(t.ranks), t.shape, _span(t.values), f"{t.present:,} of {n:,}"]
+                for t in summary.tensors.values()]  # fmt: skip
+        return "\n".join(lines + _table([_TENSOR_COLUMNS, *rows]))
+    tables = [("context feature" if kind == "SequenceExample" else "feature", summary.features)]
+    for title, features in tables + [("feature list", summary.feature_lists)] * (kind != "Example"):
+        per = "steps/record|values/step" if title == "feature list" else "values/record"
+        rows = [f"{title}|type|{per}|bytes/value|present in".split("|")]
         for f in features.values():
-            spans = [_span(span) for span in (f.steps, f.values, f.value_bytes)]
+            spans = [*[_span(f.steps)] * ("steps" in per), _span(f.values), _span(f.value_bytes)]
             rows.append([f.name, f.type, *spans, f"{f.present:,} of {n:,}"])
-        if title != "feature list":  # no steps column; values are per record
-            rows = [[row[0], row[1], *row[3:]] for row in rows]
-            rows[0][2] = "values/record"
         lines += _table(rows) if len(rows) > 1 else [f"  no {title}s"]
     return "\n".join(lines)
 
@@ -216,13 +239,14 @@ def _values(feature) -> list[str]:
 
 
 def format_record(payload: bytes) -> str:
-    """One serialized Example or SequenceExample as text, a row per feature sorted by name.
-
-    Bytes values over 32 bytes show as ``<N bytes 0a1b2c...>``, at most 8 values per feature
-    and 3 steps per feature list (``frames[0]``...). Raises ValueError if the payload is
-    neither kind. Shown in notebook 06, section "Infer the features of every record";
-    ``python -m helpers inspect --show N`` prints it."""
+    """One serialized Example or SequenceExample as text, a row per feature sorted by name (or a
+    tensor's dtype and shape): bytes over 32 as ``<N bytes 0a1b2c...>``, at most 8 values per
+    feature and 3 steps per list (``frames[0]``...). ValueError if the payload is none of these.
+    Notebook 06, "Infer the features..."; ``python -m helpers inspect --show N`` prints it."""
     kind, message = _parse(payload)
+    if kind == "TensorProto":
+        shape = [dim.size for dim in message.tensor_shape.dim]
+        return f"TensorProto: dtype {_DTYPES[message.dtype][0]}, shape {shape}"
     rows = [[name, *_values(f)] for name, f in sorted(message.context.feature.items())]
     if kind == "Example":
         return "\n".join([f"tf.train.Example with {_plural(len(rows), 'feature')}", *_table(rows)])

@@ -25,6 +25,7 @@ from helpers._checks import check_int
 from helpers.records import RecordError, iter_records, verify, write_sharded
 
 # The one place the keys live: each schema maps a key to the kind of its single value.
+_OPTIONAL = {"filename": b""}  # keys a record may lack (the original guide has no filename)
 _SCHEMAS = {
     "raw": {"height": "int64", "width": "int64", "image_raw": "bytes", "mask_raw": "bytes",
             "filename": "bytes"},
@@ -47,16 +48,17 @@ def _schema(encoding: object) -> dict[str, str]:
 def feature_spec(encoding: str) -> dict:
     """The parsing spec of a schema: ``{key: tf.io.FixedLenFeature([], dtype)}``.
 
-    For ``tf.io.parse_single_example`` and ``tf.io.parse_example``; notebook 02 writes the
-    raw one out in "Parse the records back with a feature spec" and checks it equals this.
+    For ``tf.io.parse_single_example``; notebook 02 writes the raw one out in "Parse the records
+    back with a feature spec" and checks it equals this (optional ``filename``: default b"").
 
     Raises:
         ValueError: if ``encoding`` is not ``"raw"`` or ``"encoded"``.
     """
+    schema = _schema(encoding)
     import tensorflow as tf
 
     dtypes = {"int64": tf.int64, "bytes": tf.string}
-    return {key: tf.io.FixedLenFeature([], dtypes[kind]) for key, kind in _schema(encoding).items()}
+    return {k: tf.io.FixedLenFeature([], dtypes[schema[k]], _OPTIONAL.get(k)) for k in schema}
 
 
 def voc_example(root: str | os.PathLike, image_id: str, encoding: str = "raw"):
@@ -92,9 +94,8 @@ def voc_example(root: str | os.PathLike, image_id: str, encoding: str = "raw"):
                   "image/segmentation/class/format": b"png"}  # fmt: skip
 
     def feature(kind: str, value: int | bytes) -> tf.train.Feature:
-        if kind == "int64":
-            return tf.train.Feature(int64_list=tf.train.Int64List(value=[value]))
-        return tf.train.Feature(bytes_list=tf.train.BytesList(value=[value]))
+        wrap = tf.train.Int64List if kind == "int64" else tf.train.BytesList
+        return tf.train.Feature(**{f"{kind}_list": wrap(value=[value])})
 
     features = {key: feature(kind, values[key]) for key, kind in schema.items()}
     return tf.train.Example(features=tf.train.Features(feature=features))
@@ -176,10 +177,14 @@ def _values(payload: bytes, schema: dict[str, str]) -> dict[str, int | bytes]:
         features = Example.FromString(payload).features.feature
     except DecodeError:
         raise _Bad("the payload is not a serialized tf.train.Example") from None
+    if missing := [key for key in schema if key not in features and key not in _OPTIONAL]:
+        fits = [name for name, keys in _SCHEMAS.items() if {*keys} - {*_OPTIONAL} <= {*features}]
+        fits = f"it is in the {fits[0]} schema" if fits else "it matches neither schema"
+        expected = sorted(key + " (optional)" * (key in _OPTIONAL) for key in schema)
+        found = f"keys found {sorted(features)}, expected {expected}"
+        raise _Bad(f"no feature {missing[0]!r}; {found}; {fits}")
     values = {}
-    for key, kind in schema.items():
-        if key not in features:
-            raise _Bad(f"no feature {key!r}; the Example has {sorted(features)}")
+    for key, kind in ((key, kind) for key, kind in schema.items() if key in features):
         found = features[key].WhichOneof("kind")
         if found != f"{kind}_list":
             raise _Bad(f"feature {key!r} holds a {found}, expected a {kind}_list")
@@ -189,50 +194,52 @@ def _values(payload: bytes, schema: dict[str, str]) -> dict[str, int | bytes]:
     return values
 
 
-def _decode(values: dict, encoding: str) -> tuple[str, np.ndarray, np.ndarray]:
-    """``(filename, image, mask)`` from the values of one record."""
+def _decode(values: dict, encoding: str, where: str) -> tuple[str, np.ndarray, np.ndarray]:
+    """``(name, image, mask)`` of one record; ``where`` is the name of one without a file name."""
+    name = values.get("filename" if encoding == "raw" else "image/filename", b"").decode()
+    about = f"{name}: " if name else ""  # read_pairs names the file and record anyway
     if encoding == "raw":
-        name, size = values["filename"].decode(), (values["height"], values["width"])
+        size = values["height"], values["width"]
         image, mask = values["image_raw"], values["mask_raw"]
         if min(size) < 0 or len(image) != 3 * size[0] * size[1] or len(mask) != len(image) // 3:
-            raise _Bad(f"{name}: {len(image)} image and {len(mask)} mask bytes for {size}")
+            raise _Bad(f"{about}{len(image)} image and {len(mask)} mask bytes for {size}")
         image = np.frombuffer(image, np.uint8).reshape(*size, 3)
-        return name, image, np.frombuffer(mask, np.uint8).reshape(size)
-    name, size = values["image/filename"].decode(), (values["image/height"], values["image/width"])
-    pictures = []
+        return name or where, image, np.frombuffer(mask, np.uint8).reshape(size)
+    size, pictures = (values["image/height"], values["image/width"]), []
     for key in ("image/encoded", "image/segmentation/class/encoded"):
         try:
             with Image.open(io.BytesIO(values[key])) as picture:
                 rgb = key == "image/encoded"
                 pictures.append(np.array(picture.convert("RGB") if rgb else picture))
         except OSError as error:
-            raise _Bad(f"{name}: feature {key!r} is not a readable image ({error})") from None
+            raise _Bad(f"{about}feature {key!r} is not a readable image ({error})") from None
     if pictures[0].shape[:2] != size or pictures[1].shape != size:
-        raise _Bad(f"{name}: image {pictures[0].shape}, mask {pictures[1].shape}, sizes {size}")
-    return name, *pictures
+        raise _Bad(f"{about}image {pictures[0].shape}, mask {pictures[1].shape}, sizes {size}")
+    return name or where, *pictures
 
 
 def read_pairs(
     paths: Iterable[str | os.PathLike], encoding: str = "raw", compression: str | None = None
 ) -> Iterator[tuple[str, np.ndarray, np.ndarray]]:
-    """Yield ``(filename, image, mask)`` for every record of ``paths``, in plain Python.
+    """Yield ``(name, image, mask)`` for every record of ``paths``, in plain Python.
 
     What notebook 02 does by hand in "Read the records in plain Python", with checks:
     :func:`helpers.records.iter_records`, protobuf, NumPy for the raw schema and Pillow for
-    the encoded one (so a JPEG decodes as in :func:`helpers.voc.load_image`). The arrays
-    of the raw schema are read-only views of the record.
+    the encoded one (so a JPEG decodes as in :func:`helpers.voc.load_image`). ``name`` is
+    the record's file name, or ``"<file>: record <i>"`` without one (the raw ``filename`` is
+    optional: "Read the file of the original guide"). Raw arrays are read-only views.
 
     Raises:
         helpers.records.RecordError: naming the file, record index and byte offset for a
-            damaged record, a payload that is not an Example, a missing feature, one of
-            the wrong kind or with several values, or pixels that do not fit the sizes.
+            damaged record, a payload that is no Example, missing features (with the keys
+            found and expected), one of the wrong kind or size, or pixels that do not fit.
         ValueError: for an unknown ``encoding`` or ``compression``.
     """
     schema = _schema(encoding)
     for path in paths:
         for index, (offset, payload) in enumerate(iter_records(path, compression, offsets=True)):
             try:
-                pair = _decode(_values(payload, schema), encoding)
+                pair = _decode(_values(payload, schema), encoding, f"{path}: record {index}")
             except _Bad as error:
                 raise RecordError(path, index, offset, f"{encoding} schema: {error}") from None
             yield pair

@@ -1,8 +1,9 @@
-"""helpers.inspect: feature inference for Example and SequenceExample files, and its limits."""
+"""helpers.inspect: what Example, SequenceExample and serialized-tensor files hold, and limits."""
 
 import subprocess
 import sys
 
+import numpy as np
 import pytest
 
 from helpers import inspect as hi
@@ -65,7 +66,7 @@ def sequence_file(tmp_path):
 def test_schema_matches_tensorflows_messages_field_for_field():
     from google.protobuf import descriptor_pb2
 
-    pool = hi._sequence_example().DESCRIPTOR.file.pool
+    pool = hi._message("SequenceExample").DESCRIPTOR.file.pool
     names = ["SequenceExample", "Features", "Feature", "FeatureList", "FeatureLists"]
     for name in names + ["BytesList", "FloatList", "Int64List"]:
         ours, theirs = descriptor_pb2.DescriptorProto(), descriptor_pb2.DescriptorProto()
@@ -172,8 +173,8 @@ def test_no_records_and_no_features(tmp_path):
         (b"\x89PNG\r\n\x1a\n" + bytes(40), "48 bytes that look like a PNG image"),
         (b"\xff\xd8\xff\xe0" + bytes(40), "look like a JPEG image"),
         (b"hello, world", "12 bytes that start 68656c6c6f2c2077"),
-        (b"\x08\x01", "fields neither message has"),  # valid protobuf: field 1 as a varint
-        (b"\x18\x05", "fields neither message has"),  # valid protobuf: field 3, unknown to both
+        (b"\x28\x01", "fields none of them has"),  # valid protobuf: field 5, unknown to all
+        (b"\x18\x05", "fields none of them has"),  # field 3: TensorProto's version_number, unused
     ],
 )
 def test_a_payload_that_is_neither_names_file_record_and_offset(tmp_path, junk, says):
@@ -183,7 +184,8 @@ def test_a_payload_that_is_neither_names_file_record_and_offset(tmp_path, junk, 
         hi.describe_file(path)
     error = caught.value
     assert (error.path, error.index, error.offset) == (str(path), 2, offsets[2])
-    assert says in error.reason and "not a tf.train.Example or SequenceExample" in error.reason
+    assert says in error.reason
+    assert "not a tf.train.Example, SequenceExample or TensorProto" in error.reason
     with pytest.raises(ValueError, match=says):
         hi.format_record(junk)
 
@@ -244,3 +246,201 @@ def test_inspecting_does_not_import_tensorflow(example_file):
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert done.stdout.splitlines()[-1] == "False"
     assert "3 records of tf.train.Example" in done.stdout
+
+
+# --------------------------------------------------------------------------- serialized tensors
+
+
+def serialized_tensors(*tensors) -> list[bytes]:
+    return [tf.io.serialize_tensor(t).numpy() for t in tensors]
+
+
+def test_tensor_schema_matches_tensorflows_field_numbers_and_types():
+    from google.protobuf.descriptor import FieldDescriptor
+    from tensorflow.core.framework import tensor_pb2, tensor_shape_pb2
+
+    theirs = {
+        "TensorProto": tensor_pb2.TensorProto.DESCRIPTOR,
+        "TensorShapeProto": tensor_shape_pb2.TensorShapeProto.DESCRIPTOR,
+        "TensorShapeProto.Dim": tensor_shape_pb2.TensorShapeProto.Dim.DESCRIPTOR,
+    }
+    pool = hi._message("TensorProto").DESCRIPTOR.file.pool
+    for name, their in theirs.items():
+        ours = pool.FindMessageTypeByName(f"tensorflow.{name}")
+        assert ours.fields, name
+        for field in ours.fields:  # a subset of TensorFlow's fields, each the same on the wire
+            twin = their.fields_by_number[field.number]
+            their_type = FieldDescriptor.TYPE_INT32 if twin.type == twin.TYPE_ENUM else twin.type
+            assert (field.name, field.type, field.is_repeated) == (
+                twin.name, their_type, twin.is_repeated), f"{name}.{field.name}"  # fmt: skip
+            if field.message_type:
+                assert field.message_type.full_name == twin.message_type.full_name
+    ours = {f.name for f in pool.FindMessageTypeByName("tensorflow.TensorProto").fields}
+    assert ours == {"dtype", "tensor_shape", "tensor_content", "string_val"}
+
+
+def test_dtype_numbers_names_and_sizes_are_tensorflows():
+    from tensorflow.core.framework import types_pb2
+
+    for number, (name, size) in hi._DTYPES.items():
+        dtype = tf.as_dtype(number)
+        assert (dtype.name, dtype.as_datatype_enum) == (name, number), types_pb2.DataType.Name(
+            number
+        )
+        assert size == (0 if dtype == tf.string else dtype.size), name
+    common = {1: "float32", 2: "float64", 3: "int32", 4: "uint8", 5: "int16", 6: "int8",
+              7: "string", 9: "int64", 10: "bool", 19: "float16", 17: "uint16", 14: "bfloat16"}  # fmt: skip
+    assert {n: hi._DTYPES[n][0] for n in common} == common
+
+
+def test_describe_a_file_of_serialized_3d_tensors(tmp_path):
+    rng = np.random.default_rng(0)
+    arrays = [rng.standard_normal((n, 4, 3)).astype(np.float32) for n in (2, 5, 3)]
+    path = write(tmp_path / "volumes.tfrecord", serialized_tensors(*arrays))
+    summary = hi.describe_file(path)
+    assert (summary.kind, summary.num_records, list(summary.tensors)) == (
+        "TensorProto",
+        3,
+        ["float32"],
+    )
+    t = summary.tensors["float32"]
+    assert (t.present, t.ranks, t.dims, t.values, t.shape) == (3, (3, 3), [(2, 5), (4, 4), (3, 3)],
+                                                              (24, 60), "[2-5, 4, 3]")  # fmt: skip
+    assert summary.features == summary.feature_lists == {}
+    assert hi.format_summary(summary).splitlines() == [
+        f"{path}: 3 records of TensorProto (tf.io.serialize_tensor)",
+        "  dtype    rank  shape        values/record  present in",
+        "  float32  3     [2-5, 4, 3]  24-60          3 of 3",
+    ]
+
+
+def test_scalars_strings_and_varying_ranks_are_reported_per_dtype(tmp_path):
+    payloads = serialized_tensors(
+        tf.constant(1.5), tf.constant(2.5), tf.constant([b"a", b"bc"]), tf.constant(b"x"),
+        tf.zeros([0, 3], tf.int64), tf.zeros([2, 3], tf.int64), tf.zeros([4], tf.bfloat16),
+        tf.constant([True, False]), tf.zeros([2, 2], tf.uint8), tf.zeros([3], tf.float16),
+    )  # fmt: skip
+    summary = hi.describe_file(write(tmp_path / "mixed.tfrecord", payloads))
+    assert list(summary.tensors) == ["bfloat16", "bool", "float16", "float32", "int64", "string",
+                                     "uint8"]  # fmt: skip
+    scalars, strings, ints = (summary.tensors[k] for k in ("float32", "string", "int64"))
+    assert (scalars.ranks, scalars.shape, scalars.values, scalars.present) == (
+        (0, 0),
+        "[]",
+        (1, 1),
+        2,
+    )
+    assert (strings.ranks, strings.shape, strings.values) == ((0, 1), "[...]", (1, 2))
+    assert (ints.ranks, ints.shape, ints.values) == ((2, 2), "[0-2, 3]", (0, 6))
+    rows = [line.split() for line in hi.format_summary(summary).splitlines()]
+    assert ["float32", "0", "[]", "1", "2", "of", "10"] in rows
+    assert ["string", "0-1", "[...]", "1-2", "2", "of", "10"] in rows
+
+
+def test_format_record_shows_a_tensors_dtype_and_shape():
+    volume, scalar, text = serialized_tensors(
+        tf.zeros([2, 4, 3]), tf.constant(7), tf.constant([b"a"])
+    )
+    assert hi.format_record(volume) == "TensorProto: dtype float32, shape [2, 4, 3]"
+    assert hi.format_record(scalar) == "TensorProto: dtype int32, shape []"
+    assert hi.format_record(text) == "TensorProto: dtype string, shape [1]"
+
+
+def test_examples_and_tensors_parse_as_each_other_in_protobuf_but_are_told_apart():
+    from tensorflow.core.framework import tensor_pb2, types_pb2
+
+    plain, sequence = example(a=[1], b=[b"x"]), sequence_example({"a": [1]}, {"b": [[1], [2]]})
+    (tensor,) = serialized_tensors(tf.ones([3, 4]))
+    # The trap: protobuf parses each as the other, silently ...
+    assert tf.train.Example.FromString(tensor).features.feature == {}  # an empty Example
+    wrong = tensor_pb2.TensorProto.FromString(plain)
+    assert wrong.dtype == types_pb2.DT_INVALID and wrong.ByteSize() > 0  # unknown fields only
+    # ... _parse does not fall for it: each payload has exactly one sensible reading.
+    assert [hi._parse(p)[0] for p in (plain, sequence, tensor, b"")] == [
+        "Example", "SequenceExample", "TensorProto", "Example"]  # fmt: skip
+    assert hi._parse(tensor)[1].SerializeToString() == tensor
+
+
+@pytest.mark.parametrize(
+    "payload, tensorflow_reads, accepted",
+    [
+        (b"\x08\x01", True, True),  # a float32 scalar with no value stored: TensorFlow reads 0.0
+        (b"\x08\x07\x12\x04\x12\x02\x08\x00", True, True),  # a string tensor of shape [0]
+        (b'\x08\x01"\x02ab', False, False),  # 2 content bytes for one float32 (4 bytes)
+        (b"\x08\x03\x12\x04\x12\x02\x08\x02\x22\x04\x01\x00\x00\x00", False, False),  # 1 of 2
+        # Stricter than TensorFlow, which reads these as a scalar and as [b"a"]:
+        (b"\x08\x01\x12\x02\x18\x01", True, False),  # a shape of unknown rank
+        (b"\x08\x07\x12\x04\x12\x02\x08\x01B\x01aB\x01b", True, False),  # 2 strings for shape [1]
+    ],
+)
+def test_a_tensor_proto_is_accepted_only_if_tensorflow_parses_it(
+    payload, tensorflow_reads, accepted
+):
+    try:
+        tf.io.parse_tensor(payload, {1: tf.float32, 3: tf.int32, 7: tf.string}[payload[1]])
+        assert tensorflow_reads, "TensorFlow parsed it"
+    except tf.errors.InvalidArgumentError:
+        assert not tensorflow_reads, "TensorFlow refused it"
+    if accepted:
+        assert hi._parse(payload)[0] == "TensorProto"
+    else:
+        with pytest.raises(ValueError, match="TensorProto of unknown dtype or wrong size"):
+            hi._parse(payload)
+
+
+def test_every_dtype_that_serialize_tensor_writes_is_recognised():
+    from tensorflow.core.framework import types_pb2
+
+    written = []
+    for number in types_pb2.DataType.values():  # the _REF types (100 + n) are no tensor's
+        if number in (types_pb2.DT_INVALID, types_pb2.DT_RESOURCE, types_pb2.DT_VARIANT) or (
+            number > 100
+        ):
+            continue
+        try:
+            payload = tf.io.serialize_tensor(tf.zeros([2, 3], tf.as_dtype(number))).numpy()
+        except (TypeError, ValueError, tf.errors.OpError):  # no kernel or no zeros for it
+            continue
+        written.append(number)
+        kind, message = hi._parse(payload)
+        assert (kind, hi._DTYPES[number][0]) == ("TensorProto", tf.as_dtype(number).name)
+    assert sorted(written) == sorted(hi._DTYPES)
+
+
+def test_a_tensor_of_another_dtype_is_refused_naming_the_dtype(tmp_path):
+    from tensorflow.core.framework import tensor_pb2
+
+    float8 = tensor_pb2.TensorProto(dtype=25, tensor_content=bytes(2))  # DT_FLOAT8_E4M3FN
+    float8.tensor_shape.dim.add(size=2)
+    assert tf.io.parse_tensor(float8.SerializeToString(), tf.as_dtype(25)).shape == [2]
+    path = write(tmp_path / "float8.tfrecord", [float8.SerializeToString()])
+    with pytest.raises(RecordError, match=r"record 0 .*wrong size: dtype 25, shape \[2\]"):
+        hi.describe_file(path)
+
+
+def test_a_tensor_among_examples_is_an_error_naming_the_record(tmp_path):
+    path = write(tmp_path / "mixed.tfrecord", [example(a=[1]), *serialized_tensors(tf.ones([2]))])
+    with pytest.raises(RecordError, match="record 1 at byte .*: a TensorProto in a file whose "
+                       "records so far are Examples"):  # fmt: skip
+        hi.describe_file(path)
+    path = write(tmp_path / "other.tfrecord", [*serialized_tensors(tf.ones([2])), example(a=[1])])
+    with pytest.raises(RecordError, match="record 1 .*: a Example in a file whose records so far"):
+        hi.describe_file(path)
+
+
+def test_the_command_line_describes_a_tensor_file_without_tensorflow(tmp_path):
+    path = write(tmp_path / "t.tfrecord", serialized_tensors(tf.zeros([3, 4]), tf.zeros([3, 4])))
+    code = (
+        "import sys; from helpers.cli import main; "
+        f"status = main(['inspect', {str(path)!r}, '--show', '1']); "
+        "print('tensorflow' in sys.modules, status)"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert done.stderr == ""
+    assert done.stdout.splitlines() == [
+        f"{path}: 2 records of TensorProto (tf.io.serialize_tensor)",
+        "  dtype    rank  shape   values/record  present in",
+        "  float32  2     [3, 4]  12             2 of 2",
+        "record 1: TensorProto: dtype float32, shape [3, 4]",
+        "False 0",
+    ]

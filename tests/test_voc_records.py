@@ -96,6 +96,7 @@ def test_feature_spec_lists_the_keys_of_each_schema_with_their_types():
     assert sorted(raw) == sorted(RAW_KEYS)
     assert raw["height"] == tf.io.FixedLenFeature([], tf.int64)
     assert raw["image_raw"] == tf.io.FixedLenFeature([], tf.string)
+    assert raw["filename"] == tf.io.FixedLenFeature([], tf.string, default_value=b"")  # optional
     encoded = feature_spec("encoded")
     assert sorted(encoded) == sorted(ENCODED_KEYS)
     ints = {key for key, feature in encoded.items() if feature.dtype == tf.int64}
@@ -367,7 +368,7 @@ def test_a_missing_feature_names_file_record_offset_and_feature(tmp_path):
     features = raw_features()
     del features["mask_raw"]
     path = file_with(tmp_path, features)
-    error = expect_error(path, r"raw schema: no feature 'mask_raw'; the Example has \['filename'")
+    error = expect_error(path, r"raw schema: no feature 'mask_raw'; keys found \['filename'")
     assert (error.path, error.index, error.offset) == (
         str(path),
         1,
@@ -410,13 +411,14 @@ def test_a_payload_that_is_not_an_example(tmp_path):
     )
 
 
-def test_reading_with_the_other_schema_lists_the_keys_found(voc_root, tmp_path):
+def test_reading_with_the_other_schema_says_which_schema_it_is(voc_root, tmp_path):
     raw = convert_split(voc_root, "val", tmp_path / "raw", progress=False)
-    expect_error(
-        raw[0], r"encoded schema: no feature 'image/encoded'; .*\['filename', 'height'", "encoded"
-    )
+    error = expect_error(raw[0], "encoded schema: no feature 'image/encoded'", "encoded")
+    assert error.reason.endswith("; it is in the raw schema")
+    assert "keys found ['filename', 'height', 'image_raw', 'mask_raw', 'width']" in error.reason
     encoded = convert_split(voc_root, "val", tmp_path / "enc", encoding="encoded", progress=False)
-    expect_error(encoded[0], r"raw schema: no feature 'height'; the Example has \['image/channels'")
+    error = expect_error(encoded[0], r"raw schema: no feature 'height'; keys found \['image/chan")
+    assert error.reason.endswith("; it is in the encoded schema")
 
 
 def test_encoded_records_with_a_broken_image_or_wrong_sizes(voc_root, tmp_path):
@@ -446,3 +448,82 @@ def test_a_zlib_file_written_by_tensorflow_reads_back(voc_root, tmp_path):
     names = [name for name, _, _ in read_pairs([path], "raw", "ZLIB")]
     assert names == ["img_d.jpg", "img_e.jpg"]
     assert os.path.getsize(path) < sum(len(r) for r in iter_records(path, "ZLIB"))
+
+
+# --------------------------------------------------------------------------- foreign layouts
+
+
+def _int64(value):
+    return tf.train.Feature(int64_list=tf.train.Int64List(value=[value]))
+
+
+def _bytes(value):
+    return tf.train.Feature(bytes_list=tf.train.BytesList(value=[value]))
+
+
+def write_like_the_guide(path, pairs):
+    """The original guide's writer in TensorFlow 2: exactly four features, no file name."""
+    with tf.io.TFRecordWriter(str(path)) as writer:
+        for image, mask in pairs:
+            example = tf.train.Example(features=tf.train.Features(feature={
+                "height": _int64(image.shape[0]), "width": _int64(image.shape[1]),
+                "image_raw": _bytes(image.tobytes()), "mask_raw": _bytes(mask.tobytes())}))  # fmt: skip
+            writer.write(example.SerializeToString())
+    return path
+
+
+def test_the_original_guides_four_feature_file_reads_exactly(voc_root, tmp_path):
+    pairs = [voc.load_pair(voc_root, image_id) for image_id in SPLITS["train"]]
+    path = write_like_the_guide(tmp_path / "pascal_voc_segmentation.tfrecords", pairs)
+    got = list(read_pairs([path]))
+    assert [name for name, _, _ in got] == [f"{path}: record {i}" for i in range(3)]
+    for (image, mask), (_, got_image, got_mask) in zip(pairs, got, strict=True):
+        assert got_image.tobytes() == image.tobytes() and got_image.shape == image.shape
+        assert got_mask.tobytes() == mask.tobytes() and got_mask.shape == mask.shape
+    parsed = tf.io.parse_single_example(next(iter_records(path)), feature_spec("raw"))
+    assert parsed["filename"].numpy() == b"" and int(parsed["height"]) == 24  # the default
+
+
+def test_a_file_without_filename_reads_exactly_as_one_with_it(voc_root, tmp_path):
+    with_names = convert_split(voc_root, "trainval", tmp_path / "named", progress=False)[0]
+    examples = [tf.train.Example.FromString(r) for r in iter_records(with_names)]
+    for example in examples[:3]:  # records 0-2 lose the name, 3 gets an empty one
+        del example.features.feature["filename"]
+    examples[3].features.feature["filename"].bytes_list.value[0] = b""
+    without = tmp_path / "unnamed.tfrecord"
+    write_records(without, [serialized(example) for example in examples])
+    named, unnamed = list(read_pairs([with_names])), list(read_pairs([without]))
+    assert [name for name, _, _ in unnamed] == [f"{without}: record {i}" for i in range(4)] + [
+        "img_e.jpg"]  # fmt: skip
+    for (_, *pair), (_, *same) in zip(named, unnamed, strict=True):
+        assert all(
+            a.tobytes() == b.tobytes() and a.shape == b.shape
+            for a, b in zip(pair, same, strict=True)
+        )
+
+
+def test_a_bad_record_without_filename_is_named_by_file_and_record(tmp_path):
+    features = raw_features(image=b"\0" * 17)
+    del features["filename"]
+    error = expect_error(file_with(tmp_path, features), r"raw schema: 17 image and 6 mask bytes")
+    assert (error.index, str(error).count("bad.tfrecord")) == (1, 1)
+
+
+@pytest.mark.parametrize("encoding", ["raw", "encoded"])
+def test_a_record_of_neither_schema_names_file_record_and_keys(voc_root, tmp_path, encoding):
+    """The official TensorFlow tutorial's images.tfrecords: a JPEG in image_raw, no mask."""
+    jpeg = voc.image_path(voc_root, "img_a").read_bytes()
+    path = tmp_path / "images.tfrecords"
+    with tf.io.TFRecordWriter(str(path)) as writer:
+        example = tf.train.Example(features=tf.train.Features(feature={
+            "height": _int64(24), "width": _int64(32), "depth": _int64(3), "label": _int64(0),
+            "image_raw": _bytes(jpeg)}))  # fmt: skip
+        writer.write(example.SerializeToString())
+    error = expect_error(path, f"{encoding} schema: no feature", encoding)
+    assert str(error).startswith(f"{path}: record 0 at byte 0: {encoding} schema: no feature ")
+    found = "['depth', 'height', 'image_raw', 'label', 'width']"
+    expected = {
+        "raw": "['filename (optional)', 'height', 'image_raw', 'mask_raw', 'width']",
+        "encoded": str(sorted(ENCODED_KEYS)),
+    }[encoding]
+    assert f"keys found {found}, expected {expected}; it matches neither schema" in error.reason
