@@ -1,8 +1,5 @@
-"""Argument checks shared by every module: one meaning for ``seed``, sizes and ``compression``.
-
-Private: the public functions of :mod:`helpers` call these so that the same
-mistake gives the same clear message everywhere.
-"""
+"""Argument checks shared by every module: one meaning for ``seed``, sizes and ``compression``,
+so that the same mistake gives the same clear message everywhere."""
 
 from __future__ import annotations
 

@@ -3,12 +3,9 @@
 A TFRecord file has no table of contents: to reach record ``i`` you walk the ``i``
 headers before it. Notebook 04 ("Index the files: where every record starts") shows
 that walk; :func:`build_index` remembers it, and :class:`RecordReader` uses the index
-to read any record with one ``os.pread``. Every header and payload is checked with
-:func:`helpers.records.check_header` and :func:`helpers.records.check_payload`, the
-same checks the sequential reader uses.
-
-Only plain files can be indexed: in a GZIP or ZLIB file the records live in one
-compressed stream, and reaching record ``i`` means decompressing everything before it.
+to read any record with one ``os.pread``, checked by ``records.check_header`` and
+``check_payload`` as the sequential reader is. Only plain files can be indexed: in a
+GZIP or ZLIB file, reaching record ``i`` means decompressing everything before it.
 """
 
 from __future__ import annotations

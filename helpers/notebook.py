@@ -13,8 +13,7 @@ from pathlib import Path
 
 from helpers._checks import check_seed
 
-#: Where notebooks write their files, relative to the notebook's own folder.
-_WORK_ROOT = Path("_work")
+_WORK_ROOT = Path("_work")  # relative to the notebook's own folder
 
 
 def prepare_tensorflow(seed: int = 0, deterministic_ops: bool = True) -> None:

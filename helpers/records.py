@@ -115,9 +115,6 @@ def check_payload(
     return payload
 
 
-# --------------------------------------------------------------------------- writing
-
-
 def _create_temp(path: Path) -> tuple[io.BufferedWriter, str]:
     """Open a new hidden file next to ``path`` (usual permissions); return it and its name."""
     if not path.parent.is_dir():
@@ -266,9 +263,6 @@ def write_sharded(
     paths = _shard_paths(prefix, num_shards, compression)
     _write_all(paths, payloads, check_compression(compression), overwrite)
     return paths
-
-
-# --------------------------------------------------------------------------- reading
 
 
 class _Inflater(io.RawIOBase):
