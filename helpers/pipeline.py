@@ -1,7 +1,5 @@
-"""The input pipeline that notebook 03 (``03_read_shuffled_batches.ipynb``) builds, remembered.
-
-:func:`voc_batches` adds format detection and errors naming the file and record.
-"""
+"""The input pipeline that notebook 03 (``03_read_shuffled_batches.ipynb``) builds, remembered;
+:func:`voc_batches` adds format detection and errors naming the file and record."""
 
 from __future__ import annotations
 
@@ -15,10 +13,11 @@ from helpers._checks import check_compression, check_int, check_seed
 from helpers.records import detect_compression, iter_records
 
 _FILE_STRIDE = 2**40  # a record's position: file number * _FILE_STRIDE + index in its file
-_READ = {  # the features parsed (specs from voc_records); the first tells the schemas apart
+_READ = {  # the features parsed (specs from voc_records)
     "raw": ("image_raw", "mask_raw", "height", "width"),
     "encoded": ("image/encoded", "image/segmentation/class/encoded"),
 }
+_OPTIONAL = ("filename",)  # the original guide writes raw records without it; nothing needs it
 
 
 def _list_files(files: str | os.PathLike | Sequence[str | os.PathLike]) -> list[Path]:
@@ -50,14 +49,17 @@ def _schema(path: Path, compression: str | None) -> str | None:
         features = tf.train.Example.FromString(first).features.feature
     except Exception as error:  # protobuf's DecodeError
         raise ValueError(f"{path}: record 0 is not a tf.train.Example ({error})") from None
-    found = [name for name, keys in _READ.items() if keys[0] in features]
-    if not found:
-        raise ValueError(f"{path}: record 0 has features {sorted(features)}; not a VOC schema")
+    wanted = {name: [key for key in feature_spec(name) if key not in _OPTIONAL] for name in _READ}
+    found = [name for name, keys in wanted.items() if set(keys) <= set(features)]
+    if not found:  # e.g. the official tutorial's images.tfrecords: a JPEG in image_raw, no mask
+        expected = "; ".join(f"{name}: {', '.join(keys)}" for name, keys in wanted.items())
+        message = f"record 0 has features {sorted(features)}, which match neither VOC schema"
+        raise ValueError(f"{path}: {message} (expected every key of one: {expected})")
     for key, spec in feature_spec(found[0]).items():
         kind = "int64_list" if spec.dtype.is_integer else "bytes_list"
         held = features[key].WhichOneof("kind") if key in features else None
         count = len(getattr(features[key], kind).value) if held == kind else 0
-        if count != 1:
+        if count != 1 and (held or key not in _OPTIONAL):  # an optional key may be missing
             held = f"{count} values" if held == kind else f"a {held}" if held else "nothing"
             where = f"{path}: record 0 ({found[0]} schema): feature {key!r}"
             raise ValueError(f"{where} holds {held}, expected one value in a {kind}")
@@ -92,9 +94,8 @@ def _decode(serialized, encoding: str, where: list):
     """One record to (image [H, W, 3], mask [H, W, 1]); notebook 03, "Parse and decode one record".
 
     Defaults (-1, b"") make a missing feature fail a check naming ``where`` (file, "record",
-    index). Checks hold only strings and int32: else ``Assert`` becomes a stateful ``If``, and
-    under op determinism one stateful op makes TensorFlow run the whole pipeline serially.
-    """
+    index). Checks hold only strings and int32: other data make ``Assert`` a stateful ``If``;
+    under op determinism one such op makes TensorFlow run the pipeline serially."""
     import tensorflow as tf
 
     from helpers.voc_records import feature_spec
@@ -142,8 +143,7 @@ def crop_or_pad(image, mask, size: tuple[int, int], position=None):
     The image is padded with 0, the mask with ``voc.VOID_LABEL``. ``position`` None centres
     the window (the image then equals ``tf.image.resize_with_crop_or_pad``'s); two floats in
     [0, 1) place it (random crops). Shown in notebook 03, "Crop or pad, and pad masks with void".
-    Raises ValueError or TypeError if ``size`` is not two positive integers.
-    """
+    Raises ValueError or TypeError if ``size`` is not two positive integers."""
     import tensorflow as tf
 
     size = _check_size(size)
@@ -183,13 +183,14 @@ def voc_batches(
     ``files``: a path, glob pattern or list; ``shuffle_buffer``: records held (0: files in the
     given order); ``seed`` (an int) fixes file order, shuffle and augmentation (with the global
     seed ``prepare_tensorflow`` sets), new each epoch; ``augment``: random windows, joint flips;
-    ``encoding`` ("raw", "encoded"), ``compression`` (None, "GZIP", "ZLIB"): "auto" detects.
+    ``encoding`` ("raw": height, width, image_raw, mask_raw, optional filename; "encoded"),
+    ``compression`` (None, "GZIP", "ZLIB"): "auto" detects. As ``benchmarks/bench_pipeline.py``
+    measured, records are read with ``buffer_size=0`` and tf.data autotuning is off.
 
-    Raises TypeError for a size or seed that is not an int (None too), FileNotFoundError, and
-    ValueError (bad argument, files that disagree, record 0 not a VOC Example) or RecordError
-    (damaged file start) naming the file; later, tf.errors.InvalidArgumentError names the file
-    and record index of a record whose sizes do not add up.
-    """
+    Raises TypeError (a size or seed not an int, None too), FileNotFoundError, ValueError (bad
+    argument, files that disagree, record 0 in neither schema: keys found and expected) or
+    RecordError naming the file; later, tf.errors.InvalidArgumentError names the file and index
+    of a record whose sizes do not add up."""
     import tensorflow as tf
 
     batch_size = check_int(batch_size, "batch_size", minimum=1)
@@ -199,7 +200,7 @@ def voc_batches(
     names = [os.fspath(p) for p in paths]
 
     def read(name, number):  # enumerate, not from_tensors: that stateful op serializes all
-        records = tf.data.TFRecordDataset(name, compression_type=compression or "")
+        records = tf.data.TFRecordDataset(name, compression_type=compression or "", buffer_size=0)
         return records.enumerate(start=number * _FILE_STRIDE)
 
     file_list = tf.data.Dataset.from_tensor_slices((names, tf.range(len(names), dtype=tf.int64)))
@@ -220,11 +221,11 @@ def voc_batches(
             return crop_or_pad(image, mask, size)
         coins = tf.random.stateless_uniform([3], seed=tf.stack([draw, 0]))  # window and flip
         image, mask = crop_or_pad(image, mask, size, coins[:2])
-        return tf.cond(
-            coins[2] < 0.5,
-            lambda: (tf.reverse(image, [1]), tf.reverse(mask, [1])),
-            lambda: (image, mask),
-        )
+        flipped = lambda: (tf.reverse(image, [1]), tf.reverse(mask, [1]))  # noqa: E731
+        return tf.cond(coins[2] < 0.5, flipped, lambda: (image, mask))
 
     pairs = tf.data.Dataset.zip(records, draws).map(prepare, **parallel)
-    return pairs.batch(batch_size, drop_remainder=drop_remainder).prefetch(tf.data.AUTOTUNE)
+    options = tf.data.Options()  # autotuning made some epochs up to 2x as long (bench_pipeline)
+    options.autotune.enabled = False
+    pairs = pairs.batch(batch_size, drop_remainder=drop_remainder).prefetch(tf.data.AUTOTUNE)
+    return pairs.with_options(options)

@@ -1,4 +1,5 @@
-"""Tests of helpers.pipeline: shapes, void padding, identical windows, determinism, schemas."""
+"""Tests of helpers.pipeline: shapes, void padding, identical windows, determinism, schemas, and
+the files other people write (the original guide, DeepLab, the TensorFlow tutorial)."""
 
 import os
 
@@ -485,6 +486,188 @@ def test_a_record_0_of_another_kind_is_named(tmp_path):
 
 
 # ---------------------------------------------------------------------------
+# Files other people write: each built with plain TensorFlow calls, the way its
+# authors' code writes it, from the embedded VOC sample; masks compared exactly
+# ---------------------------------------------------------------------------
+
+SAMPLE_CROP = (352, 448)  # the sample's photos are 300-500 pixels: crops and pads both
+
+
+def sample_pairs():
+    """(id, photo as Pillow decodes it to RGB, class-index mask) of every sample pair."""
+    from PIL import Image
+
+    root = voc.sample_root()
+    return [
+        (
+            image_id,
+            np.asarray(Image.open(voc.image_path(root, image_id)).convert("RGB")),
+            np.asarray(Image.open(voc.mask_path(root, image_id))),  # palette PNG: class indices
+        )
+        for image_id in voc.read_split(root, "trainval")
+    ]
+
+
+def assert_reads_the_sample(files, pairs, crop=SAMPLE_CROP):
+    """voc_batches in stored order gives each pair's centre window, masks padded with void."""
+    images, masks = collect(voc_batches(files, 4, crop=crop, shuffle_buffer=0))
+    assert len(images) == len(pairs)
+    for got_image, got_mask, (image_id, image, mask) in zip(images, masks, pairs, strict=True):
+        want_image, want_mask = expected_centre(image, mask, crop)
+        np.testing.assert_array_equal(got_mask, want_mask, err_msg=f"mask of {image_id}")
+        np.testing.assert_array_equal(got_image, want_image, err_msg=f"photo of {image_id}")
+
+
+def write_guide_file(path, filename_pairs):
+    """The original guide's writer, translated to TensorFlow 2: four features, no filename."""
+    from PIL import Image
+
+    def _bytes_feature(value):
+        return tf.train.Feature(bytes_list=tf.train.BytesList(value=[value]))
+
+    def _int64_feature(value):
+        return tf.train.Feature(int64_list=tf.train.Int64List(value=[value]))
+
+    with tf.io.TFRecordWriter(str(path)) as writer:  # was tf.python_io.TFRecordWriter
+        for img_path, annotation_path in filename_pairs:
+            img = np.array(Image.open(img_path))
+            annotation = np.array(Image.open(annotation_path))
+            height, width = img.shape[0], img.shape[1]
+            img_raw, annotation_raw = img.tobytes(), annotation.tobytes()  # was .tostring()
+            example = tf.train.Example(
+                features=tf.train.Features(
+                    feature={
+                        "height": _int64_feature(height),
+                        "width": _int64_feature(width),
+                        "image_raw": _bytes_feature(img_raw),
+                        "mask_raw": _bytes_feature(annotation_raw),
+                    }
+                )
+            )
+            writer.write(example.SerializeToString())
+
+
+def test_the_original_guides_four_feature_file_reads_with_exact_masks(tmp_path):
+    from PIL import Image
+
+    root = voc.sample_root()
+    # VOC's photos are all RGB; from the sample's one grayscale photo the guide's code would
+    # store one byte per pixel, which no reader of three-channel images accepts.
+    pairs = [p for p in sample_pairs() if Image.open(voc.image_path(root, p[0])).mode == "RGB"]
+    filename_pairs = [(voc.image_path(root, i), voc.mask_path(root, i)) for i, _, _ in pairs]
+    path = tmp_path / "pascal_voc_segmentation.tfrecords"
+    write_guide_file(path, filename_pairs)
+    keys = tf.train.Example.FromString(next(iter(tf.data.TFRecordDataset(str(path)))).numpy())
+    assert sorted(keys.features.feature) == ["height", "image_raw", "mask_raw", "width"]
+    assert_reads_the_sample(path, pairs)
+
+
+def test_a_raw_file_without_filename_reads_exactly_as_one_with_it(tmp_path, pairs):
+    named = write_shards(tmp_path, pairs, name="named")
+    unnamed = []
+    for shard, path in enumerate(named):
+        records = [
+            tf.train.Example.FromString(r.numpy()) for r in tf.data.TFRecordDataset(str(path))
+        ]
+        for example in records:
+            del example.features.feature["filename"]
+        unnamed.append(tmp_path / f"unnamed-{shard}.tfrecord")
+        write_records(unnamed[-1], [e.SerializeToString() for e in records])
+    for shuffle_buffer, augment in [(0, False), (4, False), (4, True)]:
+        kwargs = {"crop": CROP, "shuffle_buffer": shuffle_buffer, "seed": 3, "augment": augment}
+        want = collect(voc_batches(named, 3, **kwargs))
+        got = collect(voc_batches(unnamed, 3, **kwargs))
+        np.testing.assert_array_equal(got[0], want[0])
+        np.testing.assert_array_equal(got[1], want[1])
+
+
+def test_deeplabs_encoded_file_reads_with_exact_masks(tmp_path):
+    """Keys and values as DeepLab's build_voc2012_data.py writes them: the JPEG file unchanged
+    and SegmentationClassRaw, a grayscale PNG of class indices."""
+    from io import BytesIO
+
+    from PIL import Image
+
+    def _int64_list_feature(values):
+        return tf.train.Feature(int64_list=tf.train.Int64List(value=[values]))
+
+    def _bytes_list_feature(values):
+        values = values.encode() if isinstance(values, str) else values
+        return tf.train.Feature(bytes_list=tf.train.BytesList(value=[values]))
+
+    pairs, root = sample_pairs(), voc.sample_root()
+    path = tmp_path / "trainval-00000-of-00001.tfrecord"
+    with tf.io.TFRecordWriter(str(path)) as writer:
+        for image_id, image, mask in pairs:
+            image_data = voc.image_path(root, image_id).read_bytes()
+            seg = BytesIO()
+            Image.fromarray(mask).save(seg, "PNG")  # mode "L": one channel, the class indices
+            height, width = image.shape[:2]
+            feature = {
+                "image/encoded": _bytes_list_feature(image_data),
+                "image/filename": _bytes_list_feature(image_id),
+                "image/format": _bytes_list_feature("jpeg"),
+                "image/height": _int64_list_feature(height),
+                "image/width": _int64_list_feature(width),
+                "image/channels": _int64_list_feature(3),
+                "image/segmentation/class/encoded": _bytes_list_feature(seg.getvalue()),
+                "image/segmentation/class/format": _bytes_list_feature("png"),
+            }
+            example = tf.train.Example(features=tf.train.Features(feature=feature))
+            writer.write(example.SerializeToString())
+    assert tf.io.decode_png(seg.getvalue()).shape[-1] == 1
+    assert_reads_the_sample(path, pairs)  # photos too: decoded exactly as Pillow decodes them
+
+
+@pytest.mark.parametrize("encoding, compression", [("raw", None), ("encoded", "GZIP")])
+def test_our_two_schemas_from_convert_split_read_with_exact_masks(tmp_path, encoding, compression):
+    from helpers.voc_records import convert_split
+
+    prefix = tmp_path / encoding
+    options = {"encoding": encoding, "compression": compression, "progress": False}
+    files = convert_split(voc.sample_root(), "trainval", prefix, num_shards=2, **options)
+    pairs = sample_pairs()
+    assert_reads_the_sample(files, [pairs[i] for i in stored_order(pairs, 2)])  # round-robin
+
+
+def test_the_official_tutorials_images_file_is_refused_naming_the_keys(tmp_path):
+    """The TensorFlow tutorial's images.tfrecords: a JPEG in image_raw, a label, no mask."""
+
+    def _bytes_feature(value):
+        if isinstance(value, type(tf.constant(0))):
+            value = value.numpy()
+        return tf.train.Feature(bytes_list=tf.train.BytesList(value=[value]))
+
+    def _int64_feature(value):
+        return tf.train.Feature(int64_list=tf.train.Int64List(value=[value]))
+
+    def image_example(image_string, label):
+        image_shape = tf.io.decode_jpeg(image_string).shape
+        feature = {
+            "height": _int64_feature(image_shape[0]),
+            "width": _int64_feature(image_shape[1]),
+            "depth": _int64_feature(image_shape[2]),
+            "label": _int64_feature(label),
+            "image_raw": _bytes_feature(image_string),
+        }
+        return tf.train.Example(features=tf.train.Features(feature=feature))
+
+    record_file = tmp_path / "images.tfrecords"
+    image_labels = {"cat_chelsea": 0, "horse_on_grass": 1}
+    with tf.io.TFRecordWriter(str(record_file)) as writer:
+        for image_id, label in image_labels.items():
+            image_string = voc.image_path(voc.sample_root(), image_id).read_bytes()
+            writer.write(image_example(image_string, label).SerializeToString())
+    found = r"\['depth', 'height', 'image_raw', 'label', 'width'\], which match neither"
+    with pytest.raises(
+        ValueError, match=rf"images\.tfrecords: record 0 has features {found}"
+    ) as error:
+        voc_batches(record_file, 2, crop=CROP)
+    for expected in ("raw: height, width, image_raw, mask_raw", "image/segmentation/class/encoded"):
+        assert expected in str(error.value)
+
+
+# ---------------------------------------------------------------------------
 # Bad records later in a file, bad arguments
 # ---------------------------------------------------------------------------
 
@@ -636,6 +819,19 @@ def test_pipeline_functions_hold_no_stateful_op_that_serializes_it(
     found = stateful_ops_in_functions(dataset) - {"_Retval"}
     assert "TFRecordDataset" in found  # the check sees inside the interleave function
     assert found <= DETERMINISM_SAFE, f"serializing ops: {sorted(found - DETERMINISM_SAFE)}"
+
+
+def test_autotuning_is_off_and_turning_it_on_changes_no_batch(raw_files):
+    build = lambda: voc_batches(raw_files, 3, crop=CROP, shuffle_buffer=4, seed=2, augment=True)  # noqa: E731
+    dataset = build()
+    assert dataset.options().autotune.enabled is False  # bench_pipeline shows why
+    options = tf.data.Options()
+    options.autotune.enabled = True
+    autotuned = build().with_options(options)  # a new pipeline: its first epoch, like dataset's
+    assert autotuned.options().autotune.enabled is True
+    want, got = collect(dataset), collect(autotuned)
+    np.testing.assert_array_equal(got[0], want[0])
+    np.testing.assert_array_equal(got[1], want[1])
 
 
 def test_an_empty_encoded_image_is_reported_with_its_file_and_index(tmp_path, pairs):
