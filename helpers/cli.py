@@ -103,6 +103,34 @@ def _parser() -> argparse.ArgumentParser:
         metavar="GZIP|ZLIB|NONE",
         help="compress the shards as TensorFlow does (default NONE)",
     )
+    add(
+        "--task",
+        choices=("segmentation", "detection"),
+        default="segmentation",
+        help="segmentation: image/mask pairs (--encoding applies); detection: the JPEG and its "
+        "Annotations/ID.xml boxes with the Object Detection API's keys (default segmentation)",
+    )
+    add(
+        "--shuffle-seed",
+        type=_int_at_least(0, "a non-negative integer"),
+        metavar="N",
+        help="write the records in a uniform random order fixed by N (default: the split's order)",
+    )
+    add(
+        "--engine",
+        choices=("local", "beam"),
+        default="local",
+        help="local: this process; beam: an Apache Beam pipeline (default local)",
+    )
+    add(
+        "--beam-option",
+        action="append",
+        default=[],
+        metavar="OPTION",
+        help="with --engine beam: passed to Beam's pipeline options, e.g. "
+        "--beam-option=--runner=FlinkRunner (repeatable)",
+    )
+    add("--verbose", action="store_true", help="with --engine beam: show Beam's own logging")
     add("--overwrite", action="store_true", help="replace output shards that already exist")
     add("--quiet", action="store_true", help="no progress bar")
     convert.set_defaults(run=_convert_voc)
@@ -223,18 +251,30 @@ def _convert_voc(args: argparse.Namespace) -> int:
     prepare_tensorflow(deterministic_ops=False)  # quiet, before TensorFlow is imported
     from helpers import voc, voc_records
 
+    if args.engine == "local" and (args.beam_option or args.verbose):
+        _complain("convert-voc: --beam-option and --verbose need --engine beam")
+        return 2
+    common = {
+        "num_shards": args.num_shards,
+        "encoding": args.encoding,
+        "compression": args.compression,
+        "overwrite": args.overwrite,
+        "shuffle_seed": args.shuffle_seed,
+        "task": args.task,
+    }
     try:
         root = args.voc_root if args.voc_root is not None else voc.voc_root()
-        paths = voc_records.convert_split(
-            root,
-            args.split,
-            args.out,
-            num_shards=args.num_shards,
-            encoding=args.encoding,
-            compression=args.compression,
-            overwrite=args.overwrite,
-            progress=not args.quiet,
-        )
+        if args.engine == "beam":
+            from helpers import beam
+
+            paths = beam.convert_split(
+                root, args.split, args.out, beam_options=args.beam_option, verbose=args.verbose,
+                **common,
+            )  # fmt: skip
+        else:
+            paths = voc_records.convert_split(
+                root, args.split, args.out, progress=not args.quiet, **common
+            )
     except FileExistsError as error:
         _complain(
             f"convert-voc: {str(error).split('; pass overwrite=True')[0]}; "

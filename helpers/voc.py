@@ -98,14 +98,16 @@ def mask_path(root: _PathLike, image_id: str) -> Path:
     return Path(root) / "SegmentationClass" / f"{_plain(image_id, 'image id')}.png"
 
 
-def read_split(root: _PathLike, split: str) -> list[str]:
-    """The image ids of ``ImageSets/Segmentation/<split>.txt`` in file order (notebook 01).
+def read_split(root: _PathLike, split: str, folder: str = "Segmentation") -> list[str]:
+    """The image ids of ``ImageSets/<folder>/<split>.txt`` in file order (notebook 01).
+
+    ``folder`` is ``"Segmentation"`` for image/mask pairs, ``"Main"`` for detection boxes.
 
     Tolerates CRLF, a byte-order mark, blank lines and spaces. Raises VOCError (also a
     FileNotFoundError) for an unknown split, listing those that exist, and VOCError for a
     line that is not a plain id, with its line number.
     """
-    path = Path(root) / "ImageSets" / "Segmentation" / f"{_plain(split, 'split')}.txt"
+    path = Path(root) / "ImageSets" / _plain(folder, "folder") / f"{_plain(split, 'split')}.txt"
     try:
         text = path.read_bytes().decode("utf-8-sig")
     except FileNotFoundError:

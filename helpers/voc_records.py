@@ -101,6 +101,66 @@ def voc_example(root: str | os.PathLike, image_id: str, encoding: str = "raw"):
     return tf.train.Example(features=tf.train.Features(feature=features))
 
 
+#: What ``convert_split`` can write: segmentation pairs or detection boxes (notebook 09).
+_TASKS: tuple[str, ...] = ("segmentation", "detection")
+
+
+def _check_task(task: object, encoding: object) -> None:
+    if task not in _TASKS:
+        raise ValueError(f"task must be 'segmentation' or 'detection', got {task!r}")
+    if task == "segmentation":
+        _schema(encoding)
+
+
+def split_order(
+    root: str | os.PathLike, split: str, task: str = "segmentation", shuffle_seed: int | None = None
+) -> list[str]:
+    """The ids of a split in the order they are written: the split file's, or a seeded shuffle.
+
+    Segmentation reads ``ImageSets/Segmentation/<split>.txt``, detection
+    ``ImageSets/Main/<split>.txt``. With ``shuffle_seed`` the order is
+    ``helpers.shuffle.permutation(len(ids), shuffle_seed)`` of the file's: a uniform random order
+    fixed by the seed and the split alone, which both engines of ``convert-voc`` use (notebook 08).
+
+    Raises:
+        helpers.voc.VOCError: for a missing or malformed split file.
+        TypeError, ValueError: for an unknown ``task`` or a seed that is not a non-negative int.
+    """
+    if task not in _TASKS:
+        raise ValueError(f"task must be 'segmentation' or 'detection', got {task!r}")
+    if task == "detection":
+        ids = voc.read_split(root, split, folder="Main")
+    else:
+        ids = voc.read_split(root, split)
+    if shuffle_seed is None:
+        return ids
+    from helpers.shuffle import permutation
+
+    return [ids[i] for i in permutation(len(ids), shuffle_seed)]
+
+
+def record_payload(
+    root: str | os.PathLike, image_id: str, task: str = "segmentation", encoding: str = "raw"
+) -> bytes:
+    """The serialized record of one image (``deterministic=True``), as both engines write it.
+
+    ``task="segmentation"``: :func:`voc_example` in the given ``encoding``;
+    ``task="detection"``: :func:`helpers.detection.detection_example` (boxes, notebook 09).
+
+    Raises:
+        helpers.voc.VOCError: naming the id and the file, for bad input.
+        ValueError: for an unknown ``task`` or ``encoding``.
+    """
+    _check_task(task, encoding)
+    if task == "detection":
+        from helpers.detection import detection_example
+
+        example = detection_example(root, image_id)
+    else:
+        example = voc_example(root, image_id, encoding)
+    return example.SerializeToString(deterministic=True)
+
+
 def convert_split(
     voc_root: str | os.PathLike,
     split: str,
@@ -110,31 +170,35 @@ def convert_split(
     compression: str | None = None,
     overwrite: bool = False,
     progress: bool = True,
+    shuffle_seed: int | None = None,
+    task: str = "segmentation",
 ) -> list[Path]:
     """Convert one split of a VOC2012-layout folder into TFRecord shards; return their paths.
 
-    One pair at a time: :func:`voc_example`, serialized with ``deterministic=True``, dealt
-    round-robin by :func:`helpers.records.write_sharded` to ``<out_prefix>-0000i-of-0000n``
+    One image at a time: :func:`record_payload`, dealt round-robin by
+    :func:`helpers.records.write_sharded` to ``<out_prefix>-0000i-of-0000n``
     ``.tfrecord`` (``.gz``/``.zz`` when compressed), all or nothing: an error half way leaves
-    no output file. Creates the folder of ``out_prefix``; a tqdm bar goes to stderr if
-    ``progress``. Shown in notebook 02 ("Make it sturdy"); ``python -m helpers convert-voc``.
+    no output file. The order is the split file's, or with ``shuffle_seed`` the uniform
+    permutation :func:`split_order` gives (the Beam engine writes the same bytes, notebook 08).
+    Creates the folder of ``out_prefix``; a tqdm bar goes to stderr if ``progress``.
+    Shown in notebook 02 ("Make it sturdy"); ``python -m helpers convert-voc``.
 
     Raises:
         FileExistsError: if a shard exists and ``overwrite`` is false (before any pair is read).
         helpers.voc.VOCError: for an unknown split or a bad pair (naming the id and the file).
         TypeError, ValueError: for a bad ``num_shards``, ``encoding`` or ``compression``.
     """
-    _schema(encoding)
+    _check_task(task, encoding)
     num_shards = check_int(num_shards, "num_shards", minimum=1)
     Path(out_prefix).parent.mkdir(parents=True, exist_ok=True)
 
     def payloads() -> Iterator[bytes]:  # runs only once write_sharded has checked the names
-        ids = voc.read_split(voc_root, split)
-        bar = tqdm(ids, f"{split} ({encoding})", unit="pair", file=sys.stderr, disable=not progress)
+        ids = split_order(voc_root, split, task, shuffle_seed)
+        what = encoding if task == "segmentation" else task
+        bar = tqdm(ids, f"{split} ({what})", unit="image", file=sys.stderr, disable=not progress)
         with bar:
             for image_id in bar:
-                example = voc_example(voc_root, image_id, encoding)
-                yield example.SerializeToString(deterministic=True)
+                yield record_payload(voc_root, image_id, task, encoding)
 
     return write_sharded(out_prefix, payloads(), num_shards, compression, overwrite)
 
