@@ -334,3 +334,57 @@ def test_convert_voc_names_a_broken_jpeg_and_leaves_nothing(tmp_path, capsys, mo
     assert len(err.splitlines()) == 1 and "Traceback" not in err
     assert image_id in err and f"{image_id}.jpg" in err
     assert list(out_dir.iterdir()) == []
+
+
+def written_filenames(paths) -> list[bytes]:
+    """The ``filename`` feature of every record, shard by shard, in file order."""
+    names = []
+    for path in paths:
+        for payload in iter_records(path):
+            names.append(tf.train.Example.FromString(payload).features.feature["filename"])
+    return [feature.bytes_list.value[0] for feature in names]
+
+
+def test_convert_voc_shuffle_seed_writes_a_seeded_permutation(tmp_path, capsys, monkeypatch):
+    from helpers import voc
+    from helpers.shuffle import permutation
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.delenv("VOC_ROOT", raising=False)
+    ids = voc.read_split(voc.sample_root(), "trainval")
+    base = ["convert-voc", "--split", "trainval", "--quiet"]
+    orders = {}
+    for name, extra in [
+        ("plain", []),
+        ("seed7", ["--shuffle-seed", "7"]),
+        ("seed8", ["--shuffle-seed", "8"]),
+    ]:
+        status, _, err = run(capsys, *base, "--out", name, *extra)
+        assert status == 0 and err == ""
+        orders[name] = written_filenames([f"{name}-00000-of-00001.tfrecord"])
+    assert orders["plain"] == [f"{i}.jpg".encode() for i in ids]
+    expected = [f"{ids[i]}.jpg".encode() for i in permutation(len(ids), 7)]
+    assert orders["seed7"] == expected and orders["seed7"] != orders["plain"]
+    assert sorted(orders["seed8"]) == sorted(orders["plain"]) and orders["seed8"] != orders["seed7"]
+
+    # Two shards deal the same seeded order round-robin: shard k holds positions k, k+2, ...
+    status, _, _ = run(capsys, *base, "--out", "two", "--shuffle-seed", "7", "--num-shards", "2")
+    assert status == 0
+    shards = [f"two-0000{k}-of-00002.tfrecord" for k in range(2)]
+    assert [written_filenames([s]) for s in shards] == [expected[0::2], expected[1::2]]
+
+
+@pytest.mark.parametrize(
+    "argv, says",
+    [
+        (["--beam-option=--runner=FlinkRunner"], "need --engine beam"),
+        (["--verbose"], "need --engine beam"),
+        (["--shuffle-seed", "-1"], "non-negative"),
+        (["--task", "boxes"], "invalid choice"),
+    ],
+)
+def test_convert_voc_refuses_options_that_do_not_fit(tmp_path, capsys, monkeypatch, argv, says):
+    monkeypatch.chdir(tmp_path)
+    status, out, err = run(capsys, "convert-voc", "--split", "train", "--out", "x", *argv)
+    assert status == 2 and out == "" and says in err
+    assert not list(tmp_path.iterdir())
