@@ -35,7 +35,8 @@ core). The steps:
    (notebook 03 measures them) are ten times smaller than the pair.
 5. voc_batches: step 4 plus format detection and record checks (naming file
    and record), records read with ``buffer_size=0`` (straight into the
-   record's memory: one copy fewer) and tf.data's autotuning off: what
+   record's memory: one copy fewer), tf.data's autotuning off, and no
+   ``Dataset.random`` zipped to the records unless it augments: what
    notebook 03 uses. A line below it says whether issue 14's goal is met:
    median at least 0.6x, no run below 0.5x.
 6. voc_batches(augment=True): random crop windows and joint left-right flips
@@ -50,6 +51,19 @@ and 6 with tf.data's autotuning left on. With autotuning on, some epochs took
 up to twice as long with little more CPU time (the end of the epoch waited),
 in some runs and not in others, so 40 single epochs of each are timed one
 after another too.
+
+Then the time ``iter(dataset)`` takes, before the first record is read: each
+epoch's iterator instantiates the dataset's functions again, and TensorFlow
+runs its graph optimizer (grappler) on each, so every op in the ``map``
+function costs some time at the start of every epoch, on one core.
+
+Tried during issue 14 and measured too slow to keep (not rerun here): every
+output row as a string cut from ``image_raw`` (``tf.strings.substr`` with a
+vector of row offsets, padding joined with ``tf.strings.join``), decoded once
+per batch with ``decode_raw``: 1.5 times the CPU time of step 4 per element,
+2.5 times with the substrings cut after batching (``parse_example`` on the
+batch, broadcast offsets); and the default read buffer instead of
+``buffer_size=0``: no clear difference.
 
 Then the peak memory of one epoch of each step (resident memory above the level
 before, `helpers.memory.track_peak_memory`), each in a fresh process, and the
@@ -358,6 +372,18 @@ def single_epochs(dataset, epochs: int = 40) -> str:
     return line
 
 
+def startup_ms(dataset, repeats: int = 15) -> str:
+    """Median and range of the time ``iter(dataset)`` takes (the start of an epoch), in ms."""
+    iterate(dataset)
+    times = []
+    for _ in range(repeats):
+        start = time.perf_counter()
+        iterator = iter(dataset)
+        times.append(1e3 * (time.perf_counter() - start))
+        del iterator
+    return f"median {statistics.median(times):5.1f} ms ({min(times):.1f} to {max(times):.1f})"
+
+
 class OtherLoad:
     """CPU time that other processes used while a block ran, in cores (Linux /proc/stat)."""
 
@@ -471,6 +497,9 @@ def main() -> None:
             ("6 with autotuning on", augment_on),
         ):
             print(f"    {label:28} {single_epochs(dataset)}", flush=True)
+        print("Starting an epoch, iter(dataset), before the first record is read:")
+        for label, dataset in (("bare reading", baseline), ("5 voc_batches", voc)):
+            print(f"    {label:28} {startup_ms(dataset)}", flush=True)
     print(f"Other processes used {load.cores:.2f} cores on average during the comparisons above.")
     context = multiprocessing.get_context("spawn")
     for step in STEPS:

@@ -210,10 +210,8 @@ def voc_batches(
     parallel = {"num_parallel_calls": tf.data.AUTOTUNE, "deterministic": True}
     records = file_list.interleave(read, cycle_length=cycle, block_length=1, **parallel)
     records = records.shuffle(shuffle_buffer, seed=seed) if shuffle_buffer else records
-    draws = tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=True)
 
-    def prepare(record, draw):
-        position, serialized = record
+    def prepare(position, serialized, draw=None):
         file_name = tf.gather(tf.constant(names), position // _FILE_STRIDE)
         where = [file_name, "record", tf.cast(position % _FILE_STRIDE, tf.int32)]
         image, mask = _decode(serialized, encoding, where)
@@ -224,7 +222,11 @@ def voc_batches(
         flipped = lambda: (tf.reverse(image, [1]), tf.reverse(mask, [1]))  # noqa: E731
         return tf.cond(coins[2] < 0.5, flipped, lambda: (image, mask))
 
-    pairs = tf.data.Dataset.zip(records, draws).map(prepare, **parallel)
+    if augment:  # one random number per record; no zip without augmentation (bench_pipeline)
+        draws = tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=True)
+        pairs = tf.data.Dataset.zip(records, draws).map(lambda r, d: prepare(*r, d), **parallel)
+    else:
+        pairs = records.map(prepare, **parallel)
     options = tf.data.Options()  # autotuning made some epochs up to 2x as long (bench_pipeline)
     options.autotune.enabled = False
     pairs = pairs.batch(batch_size, drop_remainder=drop_remainder).prefetch(tf.data.AUTOTUNE)

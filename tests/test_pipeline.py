@@ -821,6 +821,14 @@ def test_pipeline_functions_hold_no_stateful_op_that_serializes_it(
     assert found <= DETERMINISM_SAFE, f"serializing ops: {sorted(found - DETERMINISM_SAFE)}"
 
 
+@pytest.mark.parametrize("augment", [False, True])
+def test_random_numbers_are_drawn_only_when_augmenting(raw_files, augment):
+    dataset = voc_batches(raw_files, 2, crop=CROP, shuffle_buffer=4, seed=1, augment=augment)
+    graph = tf.compat.v1.GraphDef.FromString(dataset._as_serialized_graph().numpy())
+    ops = {node.op for node in graph.node}
+    assert any(op.startswith("RandomDataset") for op in ops) == augment  # no zip, no stream
+
+
 def test_autotuning_is_off_and_turning_it_on_changes_no_batch(raw_files):
     build = lambda: voc_batches(raw_files, 3, crop=CROP, shuffle_buffer=4, seed=2, augment=True)  # noqa: E731
     dataset = build()
