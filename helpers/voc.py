@@ -4,6 +4,7 @@
 *values* are class indices (0-20, 255 = void), ``ImageSets/Segmentation/<split>.txt`` lists ids.
 :func:`load_mask` returns the indices, never the palette's colours. Shown in notebook 01
 (section "Keep class indices in a palette mask"); notebook 02 loads splits with :func:`load_pair`.
+``Annotations/<id>.xml`` holds detection boxes (ids in ``ImageSets/Main``): :func:`load_annotation`.
 """
 
 from __future__ import annotations
@@ -11,7 +12,10 @@ from __future__ import annotations
 import importlib.resources
 import os
 import re
+import xml.etree.ElementTree as ET
+from dataclasses import dataclass
 from pathlib import Path
+from xml.parsers import expat
 
 import numpy as np
 from PIL import Image, UnidentifiedImageError
@@ -184,3 +188,100 @@ def load_pair(root: _PathLike, image_id: str) -> tuple[np.ndarray, np.ndarray]:
         sizes = f"photo {image.shape[:2]} vs mask {mask.shape} (height, width)"
         raise VOCError(f"image id {image_id!r}: {sizes}: {image_path(root, image_id)}")
     return image, mask
+
+
+@dataclass(frozen=True)
+class VOCObject:
+    """One ``<object>`` of an annotation; corners are 1-based, inclusive pixel numbers."""
+
+    name: str
+    pose: str
+    truncated: bool
+    difficult: bool
+    xmin: int
+    ymin: int
+    xmax: int
+    ymax: int
+
+
+@dataclass(frozen=True)
+class Annotation:
+    """What ``Annotations/<id>.xml`` says: the image's file and size, and its objects."""
+
+    image_id: str
+    filename: str
+    width: int
+    height: int
+    depth: int
+    objects: tuple[VOCObject, ...]
+
+
+def _parse_xml(data: bytes, where: str) -> ET.Element:
+    """An ElementTree built by expat that refuses any DOCTYPE, so no entity is ever defined."""
+
+    def refuse(*_: object) -> None:
+        raise VOCError(f"{where} declares a DOCTYPE or ENTITY: refused (hostile XML)")
+
+    parser, builder = expat.ParserCreate(), ET.TreeBuilder()
+    parser.StartElementHandler, parser.EndElementHandler = builder.start, builder.end
+    parser.CharacterDataHandler = builder.data
+    parser.StartDoctypeDeclHandler = parser.EntityDeclHandler = refuse
+    parser.Parse(data, True)
+    return builder.close()
+
+
+def load_annotation(root: _PathLike, image_id: str) -> Annotation:
+    """The boxes of ``image_id`` from ``root/Annotations/<id>.xml``. Shown in notebook 09.
+
+    Numbers are ints as the XML writes them (floats if it writes decimals). Raises VOCError
+    naming the id and the file for a missing file (also a FileNotFoundError), malformed XML
+    (with line and column), any DOCTYPE (hostile XML: refused before an entity is read), a
+    missing or non-numeric field, a filename other than ``<id>.jpg``, an unknown class, or a
+    box outside the image or with xmin > xmax.
+    """
+    path = Path(root) / "Annotations" / f"{_plain(image_id, 'image id')}.xml"
+    where = f"annotation of image id {image_id!r} ({path})"
+    try:
+        tree = _parse_xml(path.read_bytes(), where)
+    except FileNotFoundError:
+        raise _MissingFile(f"{where} not found") from None
+    except expat.ExpatError as e:
+        problem = f"line {e.lineno}, column {e.offset + 1}: {expat.ErrorString(e.code)}"
+        raise VOCError(f"{where} is not well-formed XML: {problem}") from None
+
+    def text(element: ET.Element, field: str) -> str:
+        if (found := element.find(field)) is None or not (found.text or "").strip():
+            raise VOCError(f"{where} has no <{field}> in <{element.tag}>")
+        return found.text.strip()
+
+    def number(element: ET.Element, field: str, low: int, high: float) -> int:
+        value = text(element, field)
+        try:
+            value = int(value) if value.lstrip("-").isdigit() else float(value)
+        except ValueError:
+            raise VOCError(f"{where}: <{field}> is {value!r}, not a number") from None
+        if not low <= value <= high:
+            raise VOCError(f"{where}: <{field}> {value} is outside {low}-{high}")
+        return value
+
+    def flag(element: ET.Element, field: str) -> bool:
+        if (value := text(element, field)) not in ("0", "1"):
+            raise VOCError(f"{where}: <{field}> is {value!r}, expected 0 or 1")
+        return value == "1"
+
+    if tree.tag != "annotation" or (filename := text(tree, "filename")) != f"{image_id}.jpg":
+        found = f"<{tree.tag}>" if tree.tag != "annotation" else f"filename {filename!r}"
+        raise VOCError(f"{where}: {found}, expected <annotation> of {image_id}.jpg")
+    sizes = ("width", "height", "depth")
+    width, height, depth = (number(tree, f"size/{field}", 1, 1 << 31) for field in sizes)
+    objects = []
+    for element in tree.findall("object"):
+        if (name := text(element, "name")) not in VOC_CLASSES[1:]:
+            raise VOCError(f"{where}: unknown class {name!r} (not a VOC class)")
+        x0, x1 = (number(element, f"bndbox/{c}", 1, width) for c in ("xmin", "xmax"))
+        y0, y1 = (number(element, f"bndbox/{c}", 1, height) for c in ("ymin", "ymax"))
+        if x0 > x1 or y0 > y1:
+            raise VOCError(f"{where}: {name} box ({x0}, {y0}, {x1}, {y1}) has min > max")
+        flags = flag(element, "truncated"), flag(element, "difficult")
+        objects.append(VOCObject(name, text(element, "pose"), *flags, x0, y0, x1, y1))
+    return Annotation(image_id, filename, width, height, depth, tuple(objects))

@@ -6,8 +6,13 @@ The sample lives in ``helpers/sample_data/VOC2012`` with the layout of a real
     JPEGImages/<id>.jpg              the photos
     SegmentationClass/<id>.png       8-bit palette PNGs: class index per pixel,
                                      255 (void) in a band around every object
-    ImageSets/Segmentation/*.txt     train / val / trainval lists of ids
+    Annotations/<id>.xml             detection boxes in VOC's XML, derived from the masks
+    ImageSets/Segmentation/*.txt     train / val / trainval lists of ids with a mask
+    ImageSets/Main/*.txt             train / val / trainval lists of ids with boxes
     SOURCES.md                       where every image comes from, and its licence
+
+As in VOC2012, some images are for detection only: they have boxes but no mask
+(``two_horses``; its label map is made here, turned into boxes, and not saved).
 
 Every picture is a file that ships inside an installed package (scikit-image's
 ``skimage/data`` and matplotlib's ``mpl-data/sample_data``), so building needs
@@ -31,6 +36,7 @@ import io
 import os
 import sys
 import tempfile
+import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -38,6 +44,7 @@ from pathlib import Path
 import numpy as np
 from PIL import Image
 from scipy import ndimage as ndi
+from skimage import measure
 from skimage.draw import polygon as draw_polygon
 from skimage.segmentation import random_walker
 
@@ -414,17 +421,51 @@ def horse_coverage() -> np.ndarray:
     return 1.0 - gray / 255.0
 
 
-def horse_on_grass() -> np.ndarray:
-    """The horse silhouette painted brown over the grass texture, tinted green: RGB (328, 400, 3)."""
-    coverage = horse_coverage()[..., None]
-    grass = (
-        skimage_image("grass.png")[: coverage.shape[0], : coverage.shape[1]].astype(np.float64)
-        / 255.0
-    )
-    texture = grass[..., None]
+def paint_on_grass(coverage: np.ndarray, top: int = 0, left: int = 0) -> np.ndarray:
+    """Horse coverage (0-1) painted brown over a patch of the grass texture tinted green: RGB."""
+    height, width = coverage.shape
+    grass = skimage_image("grass.png")[top : top + height, left : left + width]
+    texture = (grass.astype(np.float64) / 255.0)[..., None]
     field = texture * np.array([90.0, 150.0, 60.0]) + np.array([40.0, 60.0, 25.0])
     horse = (0.6 + 0.4 * texture) * np.array([110.0, 70.0, 40.0])
-    return (coverage * horse + (1.0 - coverage) * field).round().astype(np.uint8)
+    covered = coverage[..., None]
+    return (covered * horse + (1.0 - covered) * field).round().astype(np.uint8)
+
+
+def horse_on_grass() -> np.ndarray:
+    """The horse silhouette painted brown over the grass texture, tinted green: RGB (328, 400, 3)."""
+    return paint_on_grass(horse_coverage())
+
+
+# Two horses on a 500x375 field: (scale, mirrored, left, top) of each silhouette on the canvas.
+# The big one runs off the right edge (a truncated object); they stay well apart.
+TWO_HORSES_SIZE = (500, 375)
+TWO_HORSES = ((0.5, False, 30, 190), (0.8, True, 250, 60))
+
+
+def two_horses_coverage() -> list[np.ndarray]:
+    """The coverage (0-1) of each of the two horses on the canvas, one array per horse."""
+    source = Image.fromarray(horse_coverage().astype(np.float32))  # mode "F"
+    layers = []
+    for scale, mirrored, left, top in TWO_HORSES:
+        size = (round(source.width * scale), round(source.height * scale))
+        horse = source.resize(size, Image.Resampling.BOX)
+        if mirrored:
+            horse = horse.transpose(Image.Transpose.FLIP_LEFT_RIGHT)
+        canvas = Image.new("F", TWO_HORSES_SIZE, 0.0)
+        canvas.paste(horse, (left, top))
+        layers.append(np.clip(np.asarray(canvas, dtype=np.float64), 0.0, 1.0))
+    return layers
+
+
+def two_horses_on_grass() -> np.ndarray:
+    """Two horse silhouettes, one small, one mirrored and cut by the frame, on grass: RGB."""
+    return paint_on_grass(np.maximum(*two_horses_coverage()), top=100, left=0)
+
+
+def labels_two_horses(image: np.ndarray) -> np.ndarray:
+    """Each horse: the pixels its silhouette covers at least half of (two separate regions)."""
+    return label_map(image.shape, *((HORSE, c >= 0.5) for c in two_horses_coverage()))
 
 
 def labels_horse(image: np.ndarray) -> np.ndarray:
@@ -574,6 +615,7 @@ class Picture:
     crop: tuple[int, int, int, int] | None = None  # (left, top, right, bottom) in source pixels
     extra: str = ""  # anything else done to the picture
     void_note: str = ""  # objects labelled void (255) because VOC has no class for them
+    segmented: bool = True  # False: detection only (boxes, no mask, not in ImageSets/Segmentation)
 
 
 def _skimage(name: str) -> Callable[[], np.ndarray]:
@@ -681,6 +723,19 @@ PICTURES: tuple[Picture, ...] = (
         size=(500, 334),
         void_note="the rocket",
     ),
+    Picture(
+        "two_horses",
+        "train",
+        "scikit-image `skimage/data/horse.png` and `skimage/data/grass.png`",
+        "Horse silhouette from openclipart: no copyright restrictions, CC0 given by the owner (Andreas Preuss, "
+        "marauder). Grass from DeviantArt (linolafett), CC0",
+        two_horses_on_grass,
+        labels_two_horses,
+        size=TWO_HORSES_SIZE,
+        extra="synthetic, for detection only (no mask): the silhouette at half size and, mirrored, "
+        "at 0.8 size and cut by the right edge, painted brown over rows 100-475 of the grass, tinted green",
+        segmented=False,
+    ),
 )
 
 
@@ -718,7 +773,10 @@ def resize_labels(
 
 
 def build(picture: Picture, source: np.ndarray) -> tuple[Image.Image, Image.Image]:
-    """The photo and the palette mask of one picture, at the output size."""
+    """The photo and the palette mask of one picture, at the output size.
+
+    A detection-only picture gets a mask too (its boxes come from it), which is not saved.
+    """
     labels = picture.make_labels(source)
     if labels.shape != source.shape[:2]:
         raise AssertionError(
@@ -729,6 +787,110 @@ def build(picture: Picture, source: np.ndarray) -> tuple[Image.Image, Image.Imag
     mask = Image.frombytes("P", picture.size, np.ascontiguousarray(mask_array).tobytes())
     mask.putpalette(colormap().tobytes())
     return photo, mask
+
+
+MIN_REGION_PIXELS = 100  # a class region smaller than this is a speck of the mask, not an object
+
+
+@dataclass(frozen=True)
+class Box:
+    """One object for Annotations/<id>.xml: VOC's 1-based, inclusive pixel corners."""
+
+    label: int  # VOC class index, 1-20
+    xmin: int
+    ymin: int
+    xmax: int
+    ymax: int
+    truncated: bool  # the object's pixels reach the image border
+
+
+def mask_objects(mask: np.ndarray) -> list[Box]:
+    """The objects of a VOC mask, one per connected region of a class, in reading order.
+
+    A region is an 8-connected group of pixels of one class, where void (255)
+    pixels also connect (the void band can cut a thin part off an object).
+    Regions under MIN_REGION_PIXELS pixels of the class are dropped, and a
+    region whose box lies inside the box of a bigger region of the same class
+    is a part of that object (a motorbike's mirror), not an object of its own.
+    The box is that of the class pixels grown by BAND_INSIDE on every side
+    (the void band covers that much of every object's edge), clipped to the image.
+    """
+    height, width = mask.shape
+    boxes = []
+    for value in (int(v) for v in np.unique(mask) if 0 < v < len(VOC_CLASSES)):
+        pixels = mask == value
+        regions = measure.label(pixels | (mask == VOID_LABEL), connectivity=2)
+        found = []  # (size, (top, left, bottom, right)) of each region, 0-based inclusive
+        for region in np.unique(regions[pixels]):
+            rows, cols = np.nonzero(pixels & (regions == region))
+            if rows.size >= MIN_REGION_PIXELS:
+                found.append((rows.size, (rows.min(), cols.min(), rows.max(), cols.max())))
+        kept: list[tuple[int, int, int, int]] = []
+        for _, (top, left, bottom, right) in sorted(found, key=lambda f: -f[0]):
+            if not any(
+                t <= top and x <= left and bottom <= b and right <= r for t, x, b, r in kept
+            ):
+                kept.append((top, left, bottom, right))
+        for top, left, bottom, right in kept:
+            truncated = top == 0 or left == 0 or bottom == height - 1 or right == width - 1
+            grow = BAND_INSIDE
+            boxes.append(
+                Box(
+                    value,
+                    xmin=int(max(left - grow, 0)) + 1,
+                    ymin=int(max(top - grow, 0)) + 1,
+                    xmax=int(min(right + grow, width - 1)) + 1,
+                    ymax=int(min(bottom + grow, height - 1)) + 1,
+                    truncated=bool(truncated),
+                )
+            )
+    return sorted(boxes, key=lambda b: (b.xmin, b.ymin, b.label))
+
+
+def annotation_xml(picture: Picture, photo: Image.Image, boxes: list[Box]) -> bytes:
+    """Annotations/<id>.xml in the layout of VOC2012's (tab-indented, no XML declaration)."""
+    root = ET.Element("annotation")
+
+    def add(parent: ET.Element, tag: str, text: object = None) -> ET.Element:
+        element = ET.SubElement(parent, tag)
+        if text is not None:
+            element.text = str(text)
+        return element
+
+    add(root, "folder", "VOC2012")
+    add(root, "filename", f"{picture.image_id}.jpg")
+    source = add(root, "source")
+    add(source, "database", "TFRecord tutorial sample")
+    add(source, "annotation", "boxes derived from the masks by scripts/build_voc_sample.py")
+    add(source, "image", picture.source.split(" ")[0])
+    size = add(root, "size")
+    add(size, "width", photo.size[0])
+    add(size, "height", photo.size[1])
+    add(size, "depth", len(photo.getbands()))
+    add(root, "segmented", int(picture.segmented))
+    for box in boxes:
+        element = add(root, "object")
+        add(element, "name", VOC_CLASSES[box.label])
+        add(element, "pose", "Unspecified")
+        add(element, "truncated", int(box.truncated))
+        add(element, "difficult", 0)
+        bndbox = add(element, "bndbox")
+        for corner in ("xmin", "ymin", "xmax", "ymax"):
+            add(bndbox, corner, getattr(box, corner))
+    ET.indent(root, space="\t")
+    return (ET.tostring(root, encoding="unicode") + "\n").encode()
+
+
+def describe_boxes(boxes: list[Box]) -> str:
+    """The objects of one annotation, in words, for SOURCES.md."""
+    if not boxes:
+        return "none"
+    words = []
+    for box in boxes:
+        cut = ", truncated" if box.truncated else ""
+        corners = f"{box.xmin},{box.ymin},{box.xmax},{box.ymax}"
+        words.append(f"{VOC_CLASSES[box.label]} ({corners}{cut})")
+    return "; ".join(words)
 
 
 def encode_jpeg(image: Image.Image) -> bytes:
@@ -761,7 +923,7 @@ def write_atomically(path: Path, data: bytes) -> None:
 
 def split_files(pictures: tuple[Picture, ...]) -> dict[str, bytes]:
     """The contents of train.txt, val.txt and trainval.txt: sorted ids, one per line, LF endings."""
-    splits = {
+    splits: dict[str, list[str]] = {
         "train": sorted(p.image_id for p in pictures if p.split == "train"),
         "val": sorted(p.image_id for p in pictures if p.split == "val"),
     }
@@ -788,6 +950,8 @@ def describe_changes(picture: Picture, source_shape: tuple[int, ...]) -> str:
 
 def describe_mask(picture: Picture, mask: np.ndarray) -> str:
     """The classes a mask holds, in words, for SOURCES.md."""
+    if not picture.segmented:
+        return "no mask (detection only)"
     present = [int(v) for v in np.unique(mask) if 0 < v < len(VOC_CLASSES)]
     words = [f"{VOC_CLASSES[v]} ({v})" for v in present]
     if picture.void_note:
@@ -823,9 +987,41 @@ rocket), so that a model is not taught they are background.
 |---|---|---|---|---|---|---|
 """
 
+ANNOTATIONS_HEADER = """
+## Detection boxes
 
-def sources_markdown(rows: list[str]) -> bytes:
-    """SOURCES.md: the header and one table row per picture."""
+`Annotations/<id>.xml` holds the boxes of every picture in VOC2012's XML layout,
+and `ImageSets/Main/{{train,val,trainval}}.txt` lists the pictures with boxes (the
+same split as `ImageSets/Segmentation`, plus detection-only pictures). The boxes
+are derived from the masks, not drawn by hand: one object per connected region
+of a class (8-connected; void pixels connect too, so a thin part cut off by the
+void band stays with its object). A region of fewer than {min_pixels} class pixels is
+dropped as a speck, and a region whose box lies inside the box of a bigger
+region of the same class is a part of that object (the mirror of
+`motorbike_right`), not an object of its own. The box is the extent of the
+class pixels grown by {band} pixels on every side, because the void band covers
+the outer {band} pixels of every object, clipped to the image; corners are VOC's
+1-based inclusive pixel numbers. Compared with the label maps before the band
+was drawn, the boxes are the same or up to 3 pixels smaller on a side where a
+thin tip (an ear, a mirror) vanished in the band. `truncated` is 1 when the object reaches the
+image border, `difficult` is 0 and `pose` is `Unspecified` everywhere; `depth`
+is the JPEG's number of channels (1 for the grayscale `person_cameraman`).
+
+The pictures whose masks hold only void (`espresso_cup`, `rocket_launch`) have
+no objects: their XML has no `object` element. No mask holds two objects, so
+`two_horses` was added for detection only, as VOC2012 has many pictures with
+boxes and no mask: it is not in `ImageSets/Segmentation` and has no
+`SegmentationClass` PNG; its boxes come the same way from a label map of the
+two silhouettes (each pixel the silhouette covers at least half of) that the
+build script makes and does not save.
+
+| id | Main split | segmented | objects: name (xmin,ymin,xmax,ymax) |
+|---|---|---|---|
+"""
+
+
+def sources_markdown(rows: list[str], annotation_rows: list[str]) -> bytes:
+    """SOURCES.md: the header and one table row per picture, then the boxes of each."""
     import matplotlib
     import PIL
     import skimage
@@ -838,7 +1034,8 @@ def sources_markdown(rows: list[str]) -> bytes:
         matplotlib=minor(matplotlib.__version__),
         pillow=minor(PIL.__version__),
     )
-    return (header + "".join(rows)).encode()
+    boxes = ANNOTATIONS_HEADER.format(min_pixels=MIN_REGION_PIXELS, band=BAND_INSIDE)
+    return (header + "".join(rows) + boxes + "".join(annotation_rows)).encode()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -851,12 +1048,21 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     out: Path = args.out
-    rows = []
+    rows, annotation_rows = [], []
     for picture in PICTURES:
         source = picture.load()
         photo, mask = build(picture, source)
         write_atomically(out / "JPEGImages" / f"{picture.image_id}.jpg", encode_jpeg(photo))
-        write_atomically(out / "SegmentationClass" / f"{picture.image_id}.png", encode_png(mask))
+        if picture.segmented:
+            png = encode_png(mask)
+            write_atomically(out / "SegmentationClass" / f"{picture.image_id}.png", png)
+        boxes = mask_objects(np.asarray(mask))
+        xml = annotation_xml(picture, photo, boxes)
+        write_atomically(out / "Annotations" / f"{picture.image_id}.xml", xml)
+        annotation_rows.append(
+            f"| `{picture.image_id}` | {picture.split} | {int(picture.segmented)} | "
+            f"{describe_boxes(boxes)} |\n"
+        )
         if args.preview:
             args.preview.mkdir(parents=True, exist_ok=True)
             overlay(photo, mask).save(args.preview / f"{picture.image_id}.png")
@@ -867,9 +1073,11 @@ def main(argv: list[str] | None = None) -> int:
             f"{describe_changes(picture, source.shape)} | {classes} | {picture.credit} |\n"
         )
         print(f"{picture.image_id:20} {picture.split:5} {size:8} {classes}")
-    for name, content in split_files(PICTURES).items():
-        write_atomically(out / "ImageSets" / "Segmentation" / f"{name}.txt", content)
-    write_atomically(out / "SOURCES.md", sources_markdown(rows))
+    segmented = tuple(p for p in PICTURES if p.segmented)
+    for folder, pictures in (("Segmentation", segmented), ("Main", PICTURES)):
+        for name, content in split_files(pictures).items():
+            write_atomically(out / "ImageSets" / folder / f"{name}.txt", content)
+    write_atomically(out / "SOURCES.md", sources_markdown(rows, annotation_rows))
     warn_about_strays(out)
     print(f"wrote {len(PICTURES)} pictures to {out}")
     return 0
@@ -877,8 +1085,9 @@ def main(argv: list[str] | None = None) -> int:
 
 def warn_about_strays(out: Path) -> None:
     """Name files in the output folder that this script did not write (left from an older table?)."""
-    expected = {f"{p.image_id}.jpg" for p in PICTURES} | {f"{p.image_id}.png" for p in PICTURES}
-    for folder in ("JPEGImages", "SegmentationClass"):
+    expected = {f"{p.image_id}.jpg" for p in PICTURES} | {f"{p.image_id}.xml" for p in PICTURES}
+    expected |= {f"{p.image_id}.png" for p in PICTURES if p.segmented}
+    for folder in ("JPEGImages", "SegmentationClass", "Annotations"):
         for path in sorted((out / folder).iterdir()):
             if path.name not in expected:
                 print(

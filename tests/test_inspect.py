@@ -444,3 +444,19 @@ def test_the_command_line_describes_a_tensor_file_without_tensorflow(tmp_path):
         "record 1: TensorProto: dtype float32, shape [3, 4]",
         "False 0",
     ]
+
+
+def test_detection_records_show_how_many_values_each_list_holds(tmp_path):
+    from helpers import voc
+    from helpers.voc_records import record_payload
+
+    root = voc.sample_root()
+    ids = ["espresso_cup", "cat_chelsea", "two_horses"]  # 0, 1 and 2 objects
+    path = write(tmp_path / "d.tfrecord", [record_payload(root, i, "detection") for i in ids])
+    rows = {line.split()[0]: line.split()[1:] for line in
+            hi.format_summary(hi.describe_file(path)).splitlines()[2:]}  # fmt: skip
+    for corner in ("xmin", "xmax", "ymin", "ymax"):
+        assert rows[f"image/object/bbox/{corner}"] == ["float", "0-2", "-", "3", "of", "3"]
+    assert rows["image/object/class/text"] == ["bytes", "0-2", "3-5", "3", "of", "3"]
+    assert rows["image/object/class/label"][:2] == ["int64", "0-2"]
+    assert rows["image/height"][:2] == ["int64", "1"]

@@ -358,7 +358,104 @@ def test_importing_does_not_import_tensorflow_or_print():
 
 def test_public_names_are_the_ones_other_modules_rely_on():
     imported = {"annotations", "importlib", "os", "re", "Path", "np", "Image"}
+    imported |= {"ET", "dataclass", "expat"}
     public = {name for name in vars(voc) if not name[0] == "_" and name not in imported}
     expected = "VOC_CLASSES VOID_LABEL VOCError colormap sample_root voc_root read_split"
     expected += " image_path mask_path load_image load_mask load_pair"
+    expected += " VOCObject Annotation load_annotation"
     assert public - {"UnidentifiedImageError"} == set(expected.split())
+
+
+# ---------------------------------------------------------------------------
+# load_annotation: Annotations/<id>.xml
+# ---------------------------------------------------------------------------
+
+OBJECT = """<object><name>{name}</name><pose>Left</pose><truncated>1</truncated>
+<difficult>0</difficult><bndbox><xmin>{xmin}</xmin><ymin>2</ymin><xmax>{xmax}</xmax>
+<ymax>7</ymax></bndbox></object>"""
+
+
+def write_annotation(root: Path, image_id: str, body: str, filename: str | None = None) -> None:
+    """An annotation of a 20x10 photo whose objects are ``body``."""
+    (root / "Annotations").mkdir(exist_ok=True)
+    xml = (
+        f"<annotation><folder>VOC2012</folder><filename>{filename or image_id + '.jpg'}</filename>"
+        f"<size><width>20</width><height>10</height><depth>3</depth></size>{body}</annotation>"
+    )
+    (root / "Annotations" / f"{image_id}.xml").write_text(xml)
+
+
+def annotation_error(root: Path, image_id: str) -> str:
+    with pytest.raises(voc.VOCError) as caught:
+        voc.load_annotation(root, image_id)
+    message = str(caught.value)
+    assert repr(image_id) in message and f"{image_id}.xml" in message, message
+    return message
+
+
+def test_annotation_reads_every_field_exactly(root: Path):
+    body = OBJECT.format(name="dog", xmin=1, xmax=20) + OBJECT.format(name="cat", xmin=3, xmax=3)
+    write_annotation(root, "two", body)
+    annotation = voc.load_annotation(root, "two")
+    assert (annotation.image_id, annotation.filename) == ("two", "two.jpg")
+    assert (annotation.width, annotation.height, annotation.depth) == (20, 10, 3)
+    assert annotation.objects == (
+        voc.VOCObject("dog", "Left", True, False, 1, 2, 20, 7),
+        voc.VOCObject("cat", "Left", True, False, 3, 2, 3, 7),
+    )
+    with pytest.raises(AttributeError):  # frozen
+        annotation.width = 3  # type: ignore[misc]
+
+
+def test_annotation_without_objects_and_with_decimal_corners(root: Path):
+    write_annotation(root, "none", "")
+    assert voc.load_annotation(root, "none").objects == ()
+    write_annotation(root, "half", OBJECT.format(name="dog", xmin="1.5", xmax="19"))
+    assert voc.load_annotation(root, "half").objects[0].xmin == 1.5
+
+
+def test_every_sample_annotation_loads_with_some_images_empty_and_some_crowded():
+    root = voc.sample_root()
+    counts = {
+        i: len(voc.load_annotation(root, i).objects)
+        for i in voc.read_split(root, "trainval", folder="Main")
+    }
+    assert min(counts.values()) == 0 and max(counts.values()) >= 2, counts
+
+
+@pytest.mark.parametrize(
+    "body, expected",
+    [
+        (OBJECT.format(name="unicorn", xmin=1, xmax=2), "unknown class 'unicorn'"),
+        (OBJECT.format(name="dog", xmin=0, xmax=2), "<bndbox/xmin> 0 is outside 1-20"),
+        (OBJECT.format(name="dog", xmin=1, xmax=21), "<bndbox/xmax> 21 is outside 1-20"),
+        (OBJECT.format(name="dog", xmin=5, xmax=4), "dog box (5, 2, 4, 7) has min > max"),
+        (OBJECT.format(name="dog", xmin="one", xmax=4), "<bndbox/xmin> is 'one', not a number"),
+        (OBJECT.format(name="dog", xmin=1, xmax=4).replace("<pose>Left</pose>", ""), "no <pose>"),
+        ("<object><name>dog</name></object>", "no <bndbox/xmin> in <object>"),
+        (OBJECT.format(name="dog", xmin=1, xmax=4).replace(">1</trunc", ">yes</trunc"), "0 or 1"),
+        ("<object><name>dog", "not well-formed XML"),
+    ],
+)
+def test_bad_annotations_are_refused_naming_the_id_and_file(root: Path, body: str, expected: str):
+    write_annotation(root, "bad", body)
+    assert expected in annotation_error(root, "bad")
+
+
+def test_malformed_annotation_names_line_and_column(root: Path):
+    (root / "Annotations").mkdir()
+    (root / "Annotations" / "broken.xml").write_text("<annotation>\n<filename>x</file>\n")
+    assert "line 2, column 14: mismatched tag" in annotation_error(root, "broken")
+
+
+def test_missing_annotation_is_a_file_not_found_error(root: Path):
+    with pytest.raises(FileNotFoundError):
+        voc.load_annotation(root, "absent")
+    assert "not found" in annotation_error(root, "absent")
+
+
+def test_annotation_of_another_picture_is_refused(root: Path):
+    write_annotation(root, "mine", "", filename="theirs.jpg")
+    assert "filename 'theirs.jpg', expected <annotation> of mine.jpg" in annotation_error(
+        root, "mine"
+    )

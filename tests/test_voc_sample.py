@@ -14,6 +14,7 @@ from helpers import voc
 ROOT = voc.sample_root()
 SCRIPT = Path(__file__).resolve().parent.parent / "scripts" / "build_voc_sample.py"
 IDS = voc.read_split(ROOT, "trainval")
+MAIN_IDS = voc.read_split(ROOT, "trainval", folder="Main")  # pictures with boxes
 
 
 def all_files(root: Path) -> dict[str, Path]:
@@ -41,10 +42,28 @@ def test_splits_are_sorted_disjoint_and_trainval_is_their_union():
 
 
 def test_ids_are_plain_and_every_file_belongs_to_a_listed_id():
-    for image_id in IDS:
+    for image_id in MAIN_IDS:
         assert image_id.replace("_", "").isalnum() and image_id.isascii(), image_id
-    assert sorted(p.stem for p in (ROOT / "JPEGImages").iterdir()) == IDS
+    assert sorted(p.stem for p in (ROOT / "JPEGImages").iterdir()) == MAIN_IDS
     assert sorted(p.stem for p in (ROOT / "SegmentationClass").iterdir()) == IDS
+    assert sorted(p.name for p in (ROOT / "Annotations").iterdir()) == [
+        f"{i}.xml" for i in MAIN_IDS
+    ]
+
+
+def test_main_splits_keep_the_segmentation_split_and_add_detection_only_pictures():
+    for name in ("train", "val", "trainval"):
+        main, segmentation = voc.read_split(ROOT, name, "Main"), voc.read_split(ROOT, name)
+        assert set(segmentation) <= set(main) and main == sorted(main), name
+        raw = (ROOT / "ImageSets" / "Main" / f"{name}.txt").read_bytes()
+        assert b"\r" not in raw and raw.endswith(b"\n") and b"\n\n" not in raw, name
+    train, val = voc.read_split(ROOT, "train", "Main"), voc.read_split(ROOT, "val", "Main")
+    assert not set(train) & set(val) and MAIN_IDS == sorted(train + val)
+    only = set(MAIN_IDS) - set(IDS)
+    assert only == {"two_horses"}
+    for image_id in only:  # detection only: no mask, and the XML says so
+        assert not voc.mask_path(ROOT, image_id).exists()
+        assert "<segmented>0</segmented>" in (ROOT / f"Annotations/{image_id}.xml").read_text()
 
 
 def test_every_pair_loads_with_matching_sizes_and_valid_values(pairs):
@@ -78,14 +97,14 @@ def test_sizes_are_voc_like_and_varied(pairs):
 
 
 def test_a_grayscale_jpeg_is_included_and_loads_as_rgb():
-    gray = [i for i in IDS if Image.open(voc.image_path(ROOT, i)).mode == "L"]
+    gray = [i for i in MAIN_IDS if Image.open(voc.image_path(ROOT, i)).mode == "L"]
     assert gray, "no 1-channel JPEG in the sample"
     image = voc.load_image(ROOT, gray[0])
     assert image.shape[2] == 3 and np.array_equal(image[..., 0], image[..., 2])
 
 
 def test_every_jpeg_is_a_jpeg():
-    for image_id in IDS:
+    for image_id in MAIN_IDS:
         with Image.open(voc.image_path(ROOT, image_id)) as image:
             assert image.format == "JPEG" and image.mode in ("RGB", "L"), image_id
 
@@ -112,13 +131,12 @@ def test_void_only_pictures_are_named_in_sources_as_void(pairs):
             assert "void (255) for" in row and "no VOC class" in row, image_id
 
 
-def test_sources_lists_every_id_with_a_licence_column():
+def test_sources_lists_every_id_with_a_licence_column_and_its_boxes():
     text = (ROOT / "SOURCES.md").read_text()
-    for image_id in IDS:
+    for image_id in MAIN_IDS:
         rows = [line for line in text.splitlines() if line.startswith(f"| `{image_id}` |")]
-        assert len(rows) == 1, image_id
-        # 7 filled columns, the last one the licence / credit
-        assert rows[0].count("|") == 8, rows[0]
+        # 7 filled columns, the last one the licence / credit; then 4 in the boxes table
+        assert [row.count("|") for row in rows] == [8, 5], rows
 
 
 def test_sample_is_small():
@@ -140,3 +158,33 @@ def test_rebuilding_reproduces_the_committed_files_byte_for_byte(tmp_path: Path)
         f"rebuild differs for {different}; run `make sample` and review the changes"
     )
     assert not list(out.rglob("*.tmp")), "temporary files left behind"
+
+
+def test_boxes_are_the_mask_regions_grown_by_the_void_band_and_cover_every_class_pixel(pairs):
+    for image_id, (_, mask) in pairs.items():
+        annotation = voc.load_annotation(ROOT, image_id)
+        height, width = mask.shape
+        assert (annotation.width, annotation.height) == (width, height), image_id
+        present = {voc.VOC_CLASSES[v] for v in np.unique(mask).tolist() if 0 < v < 255}
+        assert {o.name for o in annotation.objects} == present, image_id
+        for name in present:
+            rows, cols = np.nonzero(mask == voc.VOC_CLASSES.index(name))
+            covered = np.zeros(rows.shape, dtype=bool)
+            for box in (o for o in annotation.objects if o.name == name):
+                inside = (box.xmin - 1 <= cols) & (cols <= box.xmax - 1)
+                inside &= (box.ymin - 1 <= rows) & (rows <= box.ymax - 1)
+                covered |= inside
+                top, left = rows[inside].min(), cols[inside].min()
+                bottom, right = rows[inside].max(), cols[inside].max()
+                grown = (max(left - 2, 0) + 1, max(top - 2, 0) + 1)
+                grown += (min(right + 2, width - 1) + 1, min(bottom + 2, height - 1) + 1)
+                assert (box.xmin, box.ymin, box.xmax, box.ymax) == grown, (image_id, box)
+                border = top == 0 or left == 0 or bottom == height - 1 or right == width - 1
+                assert box.truncated == border and not box.difficult, (image_id, box)
+            assert covered.all(), f"{image_id}: {name} pixels outside every box"
+
+
+def test_some_pictures_have_no_object_and_one_has_two():
+    counts = {i: len(voc.load_annotation(ROOT, i).objects) for i in MAIN_IDS}
+    assert counts["espresso_cup"] == counts["rocket_launch"] == 0
+    assert counts["two_horses"] == 2 and set(counts.values()) == {0, 1, 2}
