@@ -11,7 +11,7 @@ XDIST  := -n 2 --dist loadscope
 # Jupyter refuses to start as root (containers, classroom images) unless told it may.
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
 
-.PHONY: help venv lock lab test lint test-helpers test-notebooks notebooks student assignments bench sample stability clean
+.PHONY: help venv lock lab test lint test-helpers test-notebooks notebooks student assignments docs bench sample stability clean
 
 help:
 	@echo "make lab        set up .venv and open JupyterLab on notebooks/"
@@ -20,6 +20,7 @@ help:
 	@echo "make notebooks  re-execute every notebook in place (the only way outputs are made)"
 	@echo "make student    student copies without solutions in build/student/"
 	@echo "make assignments  an nbgrader course folder in build/nbgrader/"
+	@echo "make docs       the documentation site in build/html/ (open build/html/index.html)"
 	@echo "make bench      run benchmarks/ and print ratios against their baselines"
 	@echo "make lock       regenerate requirements.lock from requirements.txt and the dev tools"
 	@echo "make sample     rebuild the embedded VOC-format sample in helpers/sample_data/"
@@ -76,6 +77,9 @@ student: $(READY)
 
 assignments: $(READY)
 	$(PY) scripts/classroom.py assignments
+
+docs: $(READY)
+	$(PY) scripts/build_docs.py
 
 bench: $(READY)
 	$(PY) -m benchmarks
