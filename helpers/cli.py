@@ -254,14 +254,8 @@ def _convert_voc(args: argparse.Namespace) -> int:
     if args.engine == "local" and (args.beam_option or args.verbose):
         _complain("convert-voc: --beam-option and --verbose need --engine beam")
         return 2
-    common = {
-        "num_shards": args.num_shards,
-        "encoding": args.encoding,
-        "compression": args.compression,
-        "overwrite": args.overwrite,
-        "shuffle_seed": args.shuffle_seed,
-        "task": args.task,
-    }
+    shared = ("num_shards", "encoding", "compression", "overwrite", "shuffle_seed", "task")
+    common = {name: getattr(args, name) for name in shared}  # what both engines take
     try:
         root = args.voc_root if args.voc_root is not None else voc.voc_root()
         if args.engine == "beam":
@@ -283,6 +277,11 @@ def _convert_voc(args: argparse.Namespace) -> int:
         return 1
     except (OSError, ValueError) as error:  # VOCError and RecordError are ValueErrors
         _complain(f"convert-voc: {error}")
+        return 1
+    except RuntimeError as error:  # Beam's own failure; a local one is a bug: show its traceback
+        if args.engine != "beam":
+            raise
+        _complain(f"convert-voc: the Beam pipeline failed: {error} (--verbose shows Beam's log)")
         return 1
     where = str(paths[0]) if len(paths) == 1 else f"{paths[0]} ... {paths[-1].name}"
     summary = voc_records.summarize(paths, args.compression)

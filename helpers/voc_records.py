@@ -142,8 +142,9 @@ def split_order(
 def record_payload(
     root: str | os.PathLike, image_id: str, task: str = "segmentation", encoding: str = "raw"
 ) -> bytes:
-    """The serialized record of one image (``deterministic=True``), as both engines write it.
+    """One image's serialized record (``deterministic=True``), as both engines write it.
 
+    Notebook 08 shows that the local and the Beam engine of ``convert-voc`` both call it.
     ``task="segmentation"``: :func:`voc_example` in the given ``encoding``;
     ``task="detection"``: :func:`helpers.detection.detection_example` (boxes, notebook 09).
 

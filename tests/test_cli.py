@@ -388,3 +388,18 @@ def test_convert_voc_refuses_options_that_do_not_fit(tmp_path, capsys, monkeypat
     status, out, err = run(capsys, "convert-voc", "--split", "train", "--out", "x", *argv)
     assert status == 2 and out == "" and says in err
     assert not list(tmp_path.iterdir())
+
+
+def test_a_failure_of_beam_itself_is_one_line_and_exit_1(tmp_path, capsys, monkeypatch):
+    from helpers import beam
+
+    def fails(*args, **kwargs):
+        raise RuntimeError("the runner went away")
+
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(beam, "convert_split", fails)
+    status, out, err = run(
+        capsys, "convert-voc", "--split", "train", "--out", "x", "--engine", "beam"
+    )
+    assert status == 1 and out == "" and len(err.splitlines()) == 1
+    assert "the Beam pipeline failed: the runner went away" in err and "Traceback" not in err

@@ -1,0 +1,193 @@
+"""The Beam engine of ``convert-voc``: the local engine's shard files, written by Apache Beam.
+
+Notebook 08 ("Run the same conversion with Apache Beam") shows it and proves its shards
+byte-identical to those of :func:`helpers.voc_records.convert_split`: both write the order of
+``split_order`` and the records of ``record_payload``. Imports no Beam or TensorFlow at import.
+"""
+
+from __future__ import annotations
+
+import builtins
+import contextlib
+import io
+import json
+import os
+import re
+import secrets
+import subprocess
+import sys
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+
+from helpers import voc
+from helpers._checks import check_compression, check_int, check_seed
+from helpers.records import _remove_stale_temps, _shard_paths, write_records
+from helpers.voc_records import _check_task, record_payload, split_order
+
+# The first exception line in the text of a worker's traceback, the error itself (a VOCError or
+# a subclass, or a built-in one): Beam sends it as text and adds "[while running 'step']".
+_WORKER_ERROR = re.compile(r"^(helpers\.voc\.\w+|\w*Error): (.*?)( \[while running .*\])?$", re.M)
+# For the workers' TensorFlow (unless set already): it reads them only when it is imported.
+_QUIET_TF = {"TF_CPP_MIN_LOG_LEVEL": "3", "TF_ENABLE_ONEDNN_OPTS": "0"}
+
+
+def _keyed_payload(item: tuple[int, str], root: str, task: str, encoding: str, num_shards: int):
+    """On a worker: ``(shard, (place in shard, record))`` for position ``p`` of the write order."""
+    position, image_id = item
+    payload = record_payload(root, image_id, task, encoding)
+    return position % num_shards, (position // num_shards, payload)
+
+
+def _write_shard(group: tuple[int, Iterable[tuple[int, bytes]]], temps: list[str], compression):
+    """On a worker: one shard's records, in their order, to its hidden temporary file."""
+    shard, records = group
+    count = write_records(temps[shard], (p for _, p in sorted(records)), compression, True)
+    return shard, count
+
+
+def _pipeline_options(beam_options: list[str], verbose: bool):
+    """Beam's options: the local runner, one worker process per core, then ``beam_options``."""
+    from apache_beam.options.pipeline_options import PipelineOptions
+
+    # FnApiRunner is what DirectRunner runs a batch pipeline on; named here because DirectRunner
+    # 2.77 first tries its Prism runner, which downloads a binary from GitHub.
+    defaults = ["--runner=FnApiRunner", "--direct_running_mode=multi_processing",
+                f"--direct_num_workers={os.cpu_count() or 1}"]  # fmt: skip
+    if not verbose:  # what the workers log once they have read their options
+        defaults.append("--default_sdk_harness_log_level=ERROR")
+    options = PipelineOptions([*defaults, *beam_options])
+    try:
+        with contextlib.redirect_stderr(io.StringIO()) as said:  # argparse's complaint
+            known = options.get_all_options()
+            unknown = set(options.get_all_options(retain_unknown_options=True)) - set(known)
+    except SystemExit:  # argparse rejected a value
+        reason = said.getvalue().rpartition("error: ")[2].strip() or "cannot be parsed"
+        raise ValueError(f"Beam options {beam_options}: {reason}") from None
+    if unknown:
+        raise ValueError(f"unknown Beam option(s) {sorted(unknown)} in {beam_options}")
+    return options
+
+
+def convert_split(
+    voc_root: str | os.PathLike,
+    split: str,
+    out_prefix: str | os.PathLike,
+    num_shards: int = 1,
+    encoding: str = "raw",
+    compression: str | None = None,
+    overwrite: bool = False,
+    shuffle_seed: int | None = None,
+    task: str = "segmentation",
+    beam_options: Sequence[str] = (),
+    verbose: bool = False,
+) -> list[Path]:
+    """Convert one split into TFRecord shards with an Apache Beam pipeline; return their paths.
+
+    The same files, byte for byte, as :func:`helpers.voc_records.convert_split` with the same
+    arguments: position ``p`` of :func:`~helpers.voc_records.split_order` (the split file's
+    order, or with ``shuffle_seed`` a seeded uniform permutation) goes to shard
+    ``p % num_shards``. The pipeline: ``Create`` the numbered ids; on the workers,
+    :func:`~helpers.voc_records.record_payload` keyed by shard and place in it; ``GroupByKey``;
+    each shard sorted and written to a hidden temporary file next to its final name. Only when
+    every shard is written are they renamed, all or nothing: a bad image leaves neither shards
+    nor temporary files. (A shard's records are held in one worker's memory while it is written.)
+
+    Beam runs in a Python process of its own, on this machine by default: Beam's FnApiRunner
+    (what DirectRunner uses for batch work, without its attempt to download the Prism runner)
+    with one worker process per core. ``beam_options`` (e.g. ``["--direct_num_workers=1"]`` or
+    ``["--runner=FlinkRunner", ...]``) are parsed by Beam's ``PipelineOptions`` and override
+    these defaults. Beam's logging and its workers' output stay off stderr unless ``verbose``.
+    The ids are listed and the files renamed by this process, so ``voc_root`` and ``out_prefix``
+    must be local folders that every worker sees too (on a cluster: a shared mount; ``gs://``
+    would need Beam's FileSystems instead of ``open`` and ``os.replace``). Shown in notebook 08;
+    ``python -m helpers convert-voc --engine beam``.
+
+    Raises:
+        FileExistsError: if a shard exists and ``overwrite`` is false (before Beam starts).
+        helpers.voc.VOCError: for an unknown split, or a bad pair (naming the id and the file).
+        TypeError, ValueError: for a bad ``num_shards``, ``encoding``, ``task``,
+            ``compression`` or ``shuffle_seed`` (before Beam starts) or Beam option.
+        RuntimeError: if the pipeline fails for another reason (Beam's message).
+    """
+    _check_task(task, encoding)
+    num_shards = check_int(num_shards, "num_shards", minimum=1)
+    compression = check_compression(compression)
+    if shuffle_seed is not None:
+        check_seed(shuffle_seed)
+    if isinstance(beam_options, str) or not all(isinstance(o, str) for o in beam_options):
+        raise TypeError(f"beam_options must be a list of strings, got {beam_options!r}")
+    paths = _shard_paths(out_prefix, num_shards, compression)
+    Path(out_prefix).parent.mkdir(parents=True, exist_ok=True)
+    _remove_stale_temps(paths)
+    if (existing := [str(p) for p in paths if p.exists()]) and not overwrite:
+        verb = "exists" if len(existing) == 1 else "exist"
+        message = f"{', '.join(existing)} already {verb}; pass overwrite=True to replace"
+        raise FileExistsError(message)
+    ids = split_order(voc_root, split, task, shuffle_seed)
+    token = secrets.token_hex(4)
+    temps = [p.absolute().with_name(f".{p.name}.beam-{token}.tmp") for p in paths]
+    job = {"options": list(beam_options), "verbose": verbose, "ids": ids, "root": str(voc_root),
+           "task": task, "encoding": encoding, "temps": [str(t) for t in temps],
+           "compression": compression}  # fmt: skip
+    try:
+        _run_in_child(job, verbose)
+        for temp in temps[len(ids) :]:  # shards that receive no record: valid empty files
+            write_records(temp, [], compression)
+        for temp, path in zip(temps, paths, strict=True):
+            os.replace(temp, path)
+    finally:
+        for leftover in paths[0].absolute().parent.glob(f"*.beam-{token}.tmp*"):
+            leftover.unlink(missing_ok=True)
+    return paths
+
+
+def _run_in_child(job: dict, verbose: bool) -> None:
+    """Run the pipeline in a fresh Python process; raise what went wrong there, here.
+
+    A process of its own keeps Beam's global state, logging and worker processes away from the
+    caller: inside IPython, Beam would switch to its interactive mode (which needs pandas), and
+    its workers write to file descriptor 2, which a notebook cell shows. Quiet: that goes to
+    os.devnull. TensorFlow reads its log settings from the environment only (helpers.notebook).
+    """
+    env = {**os.environ, **{k: os.environ.get(k) or v for k, v in _QUIET_TF.items()}}
+    command = [sys.executable, "-c", "import helpers.beam as b; b._child()"]
+    stderr = None if verbose else subprocess.DEVNULL
+    done = subprocess.run(command, input=json.dumps(job), text=True,
+                          stdout=subprocess.PIPE, stderr=stderr, env=env)  # fmt: skip
+    if done.returncode == 0:
+        return
+    try:
+        kind, message = json.loads(done.stdout.strip().splitlines()[-1])
+    except (ValueError, IndexError):
+        kind, message = "", f"the Beam pipeline's process ended with status {done.returncode}"
+    error = voc.VOCError if kind == "VOCError" else getattr(builtins, kind, RuntimeError)
+    if not (isinstance(error, type) and issubclass(error, (OSError, ValueError, TypeError))):
+        error = RuntimeError  # Beam's own failure; verbose=True shows its log
+    raise error(message)
+
+
+def _child() -> None:
+    """In the child process: read the job from stdin, run it; on failure print [kind, message]."""
+    job = json.load(sys.stdin)
+    try:
+        import apache_beam as beam
+
+        options = _pipeline_options(job["options"], job["verbose"])
+        args = job["root"], job["task"], job["encoding"], len(job["temps"])
+        with beam.Pipeline(options=options) as pipeline:
+            _ = (
+                pipeline
+                | "Number the ids" >> beam.Create(list(enumerate(job["ids"])))
+                | "Serialize" >> beam.Map(_keyed_payload, *args)
+                | "Group by shard" >> beam.GroupByKey()
+                | "Write shards" >> beam.Map(_write_shard, job["temps"], job["compression"])
+            )
+    except Exception as error:
+        found = _WORKER_ERROR.search(str(error))  # a worker's error, as text
+        if found and found.group(1).startswith("helpers.voc."):
+            print(json.dumps(["VOCError", found.group(2)]))
+        elif found:
+            print(json.dumps([found.group(1), found.group(2)]))
+        else:
+            print(json.dumps([type(error).__name__, str(error)]))
+        sys.exit(1)

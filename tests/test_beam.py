@@ -1,0 +1,175 @@
+"""helpers.beam: the Beam engine writes the local engine's bytes, atomically, and quietly.
+
+Beam takes seconds to start, so three pipelines run in all (module-scoped fixtures): the command
+line on raw records (seeded, 3 GZIP shards, default workers), the function on encoded records
+(split order, 1 shard, one worker) and a split with a truncated JPEG.
+"""
+
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from helpers import beam, voc, voc_records
+from helpers.cli import main as cli
+from helpers.records import iter_records
+
+tf = pytest.importorskip("tensorflow")
+pytest.importorskip("apache_beam")
+
+
+def shard_files(folder):
+    return sorted(p for p in folder.iterdir() if not p.name.startswith("."))
+
+
+def local_shards(folder, split, **options):
+    """The reference: the same conversion on the local engine, in a folder of its own."""
+    prefix = folder / "local" / "x"
+    return voc_records.convert_split(voc.sample_root(), split, prefix, progress=False, **options)
+
+
+def written_ids(paths, compression=None):
+    """The image ids in write order: shard k holds positions k, k + n, k + 2n, ..."""
+    shards = [[r for r in iter_records(p, compression)] for p in paths]
+    order = [s[i] for i in range(max(map(len, shards))) for s in shards if i < len(s)]
+    names = [tf.train.Example.FromString(r).features.feature["filename"] for r in order]
+    return [n.bytes_list.value[0].decode().removesuffix(".jpg") for n in names]
+
+
+@pytest.fixture(scope="module")
+def cli_run(tmp_path_factory):
+    """`python -m helpers convert-voc --engine beam`: raw, seed 7, 3 GZIP shards."""
+    folder = tmp_path_factory.mktemp("cli")
+    env = {k: v for k, v in os.environ.items() if k != "VOC_ROOT"}
+    argv = ["convert-voc", "--engine", "beam", "--split", "trainval", "--out", "beam/x"]
+    argv += ["--num-shards", "3", "--shuffle-seed", "7", "--compression", "GZIP"]
+    run = subprocess.run([sys.executable, "-m", "helpers", *argv], cwd=folder, env=env,
+                         capture_output=True, text=True, timeout=600)  # fmt: skip
+    return folder, run
+
+
+@pytest.fixture(scope="module")
+def api_run(tmp_path_factory):
+    """beam.convert_split: encoded, the split file's order, 1 shard, one worker process."""
+    folder = tmp_path_factory.mktemp("api")
+    options = ["--direct_num_workers=1"]
+    paths = beam.convert_split(voc.sample_root(), "train", folder / "beam" / "x",
+                               encoding="encoded", beam_options=options)  # fmt: skip
+    return folder, paths
+
+
+def test_command_line_writes_the_local_engines_bytes_quietly(cli_run, capsys):
+    folder, run = cli_run
+    assert run.returncode == 0, run.stderr
+    assert run.stderr == ""  # no Beam, worker or TensorFlow logging
+    assert run.stdout.startswith("wrote split 'trainval': 9 records in 3 files")
+    beam_paths = shard_files(folder / "beam")
+    assert [p.name for p in beam_paths] == [f"x-0000{i}-of-00003.tfrecord.gz" for i in range(3)]
+    local = local_shards(folder, "trainval", num_shards=3, shuffle_seed=7, compression="GZIP")
+    assert [p.read_bytes() for p in beam_paths] == [p.read_bytes() for p in local]
+    assert cli(["verify", *map(str, beam_paths)]) == 0
+    assert "3 of 3 files intact" in capsys.readouterr().out
+
+
+def test_a_seed_writes_a_permutation_of_the_split_fixed_by_the_seed(cli_run):
+    folder, _ = cli_run
+    ids = voc.read_split(voc.sample_root(), "trainval")
+    written = written_ids(shard_files(folder / "beam"), "GZIP")
+    assert sorted(written) == sorted(ids) and written != ids
+    assert written == voc_records.split_order(voc.sample_root(), "trainval", shuffle_seed=7)
+    other = voc_records.split_order(voc.sample_root(), "trainval", shuffle_seed=8)
+    assert sorted(other) == sorted(ids) and other != written
+
+
+def test_function_writes_encoded_records_in_split_order_like_the_local_engine(api_run):
+    folder, paths = api_run
+    assert paths == [folder / "beam" / "x-00000-of-00001.tfrecord"]
+    assert shard_files(folder / "beam") == paths  # no temporary file left
+    local = local_shards(folder, "train", encoding="encoded")
+    assert paths[0].read_bytes() == local[0].read_bytes()
+    names = [tf.train.Example.FromString(r).features.feature["image/filename"] for r in
+             iter_records(paths[0])]  # fmt: skip
+    ids = voc.read_split(voc.sample_root(), "train")
+    assert [n.bytes_list.value[0].decode() for n in names] == [f"{i}.jpg" for i in ids]
+
+
+def test_a_truncated_jpeg_names_the_id_and_file_and_leaves_nothing(tmp_path):
+    root = tmp_path / "VOC2012"
+    shutil.copytree(voc.sample_root(), root)
+    photo = root / "JPEGImages" / "cat_chelsea.jpg"
+    photo.write_bytes(photo.read_bytes()[:3000])
+    out = tmp_path / "out"
+    with pytest.raises(voc.VOCError, match=r"'cat_chelsea' cannot be decoded: .*cat_chelsea.jpg"):
+        beam.convert_split(root, "trainval", out / "x", num_shards=2,
+                           beam_options=["--direct_num_workers=1"])  # fmt: skip
+    assert list(out.iterdir()) == []  # neither shards nor hidden temporary files
+
+
+def test_existing_shards_are_kept_and_refused_before_beam_starts(tmp_path):
+    (tmp_path / "x-00001-of-00002.tfrecord").write_bytes(b"mine")
+    with pytest.raises(FileExistsError, match="x-00001-of-00002.tfrecord already exists"):
+        beam.convert_split(voc.sample_root(), "train", tmp_path / "x", num_shards=2)
+    assert [p.name for p in tmp_path.iterdir()] == ["x-00001-of-00002.tfrecord"]
+    assert (tmp_path / "x-00001-of-00002.tfrecord").read_bytes() == b"mine"
+
+
+@pytest.mark.parametrize(
+    "change, error, says",
+    [
+        ({"encoding": "png"}, ValueError, "encoding must be 'raw' or 'encoded'"),
+        ({"task": "boxes"}, ValueError, "task must be"),
+        ({"num_shards": 0}, ValueError, "num_shards must be at least 1"),
+        ({"compression": "gzip"}, ValueError, "compression must be"),
+        ({"shuffle_seed": -1}, ValueError, "seed must be at least 0"),
+        ({"beam_options": "--runner=FlinkRunner"}, TypeError, "list of strings"),
+        ({"split": "nosuch"}, voc.VOCError, "no split 'nosuch'"),
+    ],
+)
+def test_bad_arguments_are_refused_before_beam_starts(tmp_path, change, error, says):
+    arguments = {"voc_root": voc.sample_root(), "split": "train", "out_prefix": tmp_path / "x"}
+    with pytest.raises(error, match=says):
+        beam.convert_split(**{**arguments, **change})
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize(
+    "option, says",
+    [
+        ("--no_such_option=3", "unknown Beam option(s) ['no_such_option']"),
+        ("--direct_num_workers=two", "argument --direct_num_workers: invalid int value: 'two'"),
+    ],
+)
+def test_the_command_line_passes_beam_options_and_names_a_bad_one(tmp_path, capsys, option, says):
+    argv = ["convert-voc", "--engine", "beam", "--split", "val", "--out", str(tmp_path / "x")]
+    assert cli([*argv, f"--beam-option={option}"]) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith("convert-voc: ") and says in err
+    assert err.count("\n") == 1  # one clean line, no traceback
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_shards_without_records_are_empty_files_as_on_the_local_engine(tmp_path, monkeypatch):
+    """More shards than ids; the pipeline's steps run here in order (no Beam start-up)."""
+
+    def in_this_process(job, verbose):
+        args = job["root"], job["task"], job["encoding"], len(job["temps"])
+        keyed = [beam._keyed_payload(item, *args) for item in enumerate(job["ids"])]
+        for shard in sorted({k for k, _ in keyed}):
+            group = (shard, [v for k, v in reversed(keyed) if k == shard])  # any order
+            beam._write_shard(group, job["temps"], job["compression"])
+
+    monkeypatch.setattr(beam, "_run_in_child", in_this_process)
+    paths = beam.convert_split(voc.sample_root(), "val", tmp_path / "x", num_shards=5,
+                               compression="ZLIB", shuffle_seed=1)  # fmt: skip
+    local = local_shards(tmp_path, "val", num_shards=5, compression="ZLIB", shuffle_seed=1)
+    assert [p.read_bytes() for p in paths] == [p.read_bytes() for p in local]
+    assert [sum(1 for _ in iter_records(p, "ZLIB")) for p in paths] == [1, 1, 1, 0, 0]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([p.name for p in paths] + ["local"])
+
+
+def test_importing_helpers_beam_imports_neither_beam_nor_tensorflow():
+    code = "import helpers.beam, sys; print({'apache_beam', 'tensorflow'} & set(sys.modules))"
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert run.stdout.strip() == "set()", run.stderr
