@@ -24,6 +24,7 @@ NOT_RUN = {
     "make stability": "runs the notebook checks twice (minutes); CI runs them once",
     "make notebooks": "rewrites every notebook in place; the same script is run below on a copy",
     "make bench": "takes minutes and measures time, which tests never do",
+    "python -m benchmarks beam": "takes minutes and measures time, which tests never do",
     "make sample": "rewrites helpers/sample_data; tests/test_voc_sample.py checks the sample",
     "make lock": "re-resolves against the package registry and rewrites requirements.lock; "
     "tests/test_environment.py checks that the lock agrees with the pins",
@@ -33,6 +34,8 @@ NOT_RUN = {
     "jupyter lab notebooks/": "starts a JupyterLab server",
     "python -m pytest tests notebooks --nbval --nbval-current-env --nbval-sanitize-with "
     "tests/nbval_sanitize.cfg": "is this test suite, as conda users run it",
+    "python -m http.server -d build/html 8000": "starts a web server; tests/test_docs_site.py "
+    "serves the site on localhost itself and opens every page in Chromium",
 }
 
 
@@ -61,10 +64,12 @@ def test_every_documented_command_is_run_or_says_why_not():
         "make lint",
         "make student",
         "make assignments",
+        "make docs",
         "python scripts/run_notebooks.py notebooks/NN_*.ipynb",
         "python -m helpers COMMAND --help",  # tests/test_cli.py: --help of every command
     }
     helpers_commands = [c for c in documented_commands() if c.startswith("python -m helpers")]
+    tested |= set(scale_and_boxes_recipe())
     unclassified = [
         c
         for c in documented_commands()
@@ -73,9 +78,17 @@ def test_every_documented_command_is_run_or_says_why_not():
     assert not unclassified, f"documented but neither tested nor listed in NOT_RUN: {unclassified}"
 
 
+def scale_and_boxes_recipe() -> list[str]:
+    """README's second recipe: the ```bash block that starts with --shuffle-seed."""
+    commands = documented_commands()
+    start = next(i for i, c in enumerate(commands) if "--shuffle-seed" in c)
+    return commands[start : start + 5]
+
+
 def test_readme_command_line_recipe_works_as_described(tmp_path):
     steps = [c for c in documented_commands() if c.startswith("python -m helpers ")]
     steps = [c for c in steps if len(c.split()) > 4 and "COMMAND" not in c]  # the recipe
+    steps = [c for c in steps if c not in scale_and_boxes_recipe()]
     assert [c.split()[3] for c in steps] == ["convert-voc", "verify", "inspect"]
     done = run(steps[0], tmp_path)
     assert done.returncode == 0, done.stderr
@@ -96,11 +109,35 @@ def test_readme_command_line_recipe_works_as_described(tmp_path):
     assert len(done.stderr.splitlines()) == 1 and re.search(r"record \d+ at byte \d+", done.stderr)
 
 
+def test_readme_shuffle_beam_and_detection_recipe_works_as_described(tmp_path):
+    """Same seed, two engines, the same bytes; detection records with per-object lists."""
+    local, beam, compare, boxes, inspect = scale_and_boxes_recipe()
+    assert "--engine beam" in beam and compare.startswith("cmp ") and "--task detection" in boxes
+    for step in (local, beam):
+        done = run(step, tmp_path)
+        assert done.returncode == 0, done.stderr
+        assert "wrote split 'trainval'" in done.stdout
+        if step == beam:  # Beam's own logging stays off stderr (the local engine shows a bar)
+            assert done.stderr == ""
+    done = run(compare, tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    for k in range(2):  # "the same bytes from both engines": every shard, not just the one shown
+        shard = f"-0000{k}-of-00002.tfrecord"
+        local_bytes = (tmp_path / "data" / f"local{shard}").read_bytes()
+        assert local_bytes == (tmp_path / "data" / f"beam{shard}").read_bytes()
+    done = run(boxes, tmp_path)
+    assert done.returncode == 0 and "wrote split 'trainval': 10 records" in done.stdout, done.stderr
+    done = run(inspect, tmp_path)
+    assert done.returncode == 0, done.stderr
+    assert re.search(r"image/object/bbox/xmin\s+float\s+0-2\b", done.stdout), done.stdout
+
+
 @pytest.mark.parametrize(
     "target, made",
     [
         ("student", "build/student"),
         ("assignments", "build/nbgrader/nbgrader_config.py"),
+        ("docs", "build/html/index.html"),
     ],
 )
 def test_make_classroom_targets_write_what_the_readme_says(target, made):
@@ -110,6 +147,9 @@ def test_make_classroom_targets_write_what_the_readme_says(target, made):
     notebooks = sorted(p.name for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
     if target == "student":
         assert sorted(p.name for p in (ROOT / made).glob("*.ipynb")) == notebooks
+    elif target == "docs":  # "one page per notebook"
+        pages = sorted(p.stem for p in (ROOT / "build/html/notebooks").glob("*.html"))
+        assert pages == [Path(name).stem for name in notebooks]
     else:
         sources = sorted(p.name for p in (ROOT / "build/nbgrader/source").glob("*/*.ipynb"))
         assert sources == notebooks
