@@ -144,7 +144,7 @@ def record_payload(
 ) -> bytes:
     """One image's serialized record (``deterministic=True``), as both engines write it.
 
-    Notebook 08 shows that the local and the Beam engine of ``convert-voc`` both call it.
+    The local and the Beam engine of ``convert-voc`` both call it, as notebook 08 shows.
     ``task="segmentation"``: :func:`voc_example` in the given ``encoding``;
     ``task="detection"``: :func:`helpers.detection.detection_example` (boxes, notebook 09).
 
