@@ -179,6 +179,7 @@ def test_no_stderr_no_unexpected_errors_no_machine_paths(notebook):
                     f"{where}: {output.ename} in an untagged cell"
                 )
             text = output.get("text", "") + str(output.get("data", {}).get("text/plain", ""))
+            text += "".join(output.get("traceback", []))  # an expected error's traceback too
             assert not MACHINE_PATHS.search(text), f"{where}: output shows a path of this machine"
 
 
