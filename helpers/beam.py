@@ -21,7 +21,7 @@ from pathlib import Path
 
 from helpers import voc
 from helpers._checks import check_compression, check_int, check_seed
-from helpers.records import _remove_stale_temps, _shard_paths, write_records
+from helpers.records import _check_targets, _shard_paths, write_records
 from helpers.voc_records import _check_task, record_payload, split_order
 
 # The first exception line in the text of a worker's traceback, the error itself (a VOCError or
@@ -118,11 +118,7 @@ def convert_split(
         raise TypeError(f"beam_options must be a list of strings, got {beam_options!r}")
     paths = _shard_paths(out_prefix, num_shards, compression)
     Path(out_prefix).parent.mkdir(parents=True, exist_ok=True)
-    _remove_stale_temps(paths)
-    if (existing := [str(p) for p in paths if p.exists()]) and not overwrite:
-        verb = "exists" if len(existing) == 1 else "exist"
-        message = f"{', '.join(existing)} already {verb}; pass overwrite=True to replace"
-        raise FileExistsError(message)
+    _check_targets(paths, overwrite)  # the local engine's checks, before Beam starts
     ids = split_order(voc_root, split, task, shuffle_seed)
     token = secrets.token_hex(4)
     temps = [p.absolute().with_name(f".{p.name}.beam-{token}.tmp") for p in paths]

@@ -175,8 +175,18 @@ def _remove_stale_temps(paths: list[Path]) -> None:
         warnings.warn(
             f"removed {len(stale)} temporary file(s) left by an unfinished earlier write "
             f"in {stale[0].parent}: {names}",
-            stacklevel=4,
+            stacklevel=5,
         )
+
+
+def _check_targets(paths: list[Path], overwrite: bool) -> None:
+    """Before writing ``paths``: remove stale temporary files; FileExistsError unless overwrite."""
+    _remove_stale_temps(paths)
+    existing = [str(p) for p in paths if p.exists()]
+    if existing and not overwrite:
+        verb = "exists" if len(existing) == 1 else "exist"
+        message = f"{', '.join(existing)} already {verb}; pass overwrite=True to replace"
+        raise FileExistsError(message)
 
 
 def _write_all(
@@ -187,12 +197,7 @@ def _write_all(
     An existing file is replaced only by the rename at the very end, so a failed write
     never loses the old one.
     """
-    _remove_stale_temps(paths)
-    existing = [str(p) for p in paths if p.exists()]
-    if existing and not overwrite:
-        verb = "exists" if len(existing) == 1 else "exist"
-        message = f"{', '.join(existing)} already {verb}; pass overwrite=True to replace"
-        raise FileExistsError(message)
+    _check_targets(paths, overwrite)
     files: list[_AtomicRecordFile] = []
     try:
         files.extend(_AtomicRecordFile(path, compression) for path in paths)
