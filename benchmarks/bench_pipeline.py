@@ -2,7 +2,7 @@
 
 Data: synthetic raw-schema shards at VOC's two typical sizes, 375x500 and
 500x375 (random pixels; the mask is the red channel modulo 21), written once
-to ``benchmarks/_work/pipeline/``. Sizes, not content, set the cost of the
+to ``benchmarks/_work/pipeline-<records>/``. Sizes, not content, set the cost of the
 raw schema, so random pixels are a fair stand-in.
 
 Baselines. Issue 14's goal is stated against bare reading, ``for _ in
@@ -19,7 +19,10 @@ with the baseline in this process (9 runs after a warm-up), and printed as
 "candidate throughput / baseline throughput": the median of the pairwise ratios
 and their range, in wall time and, below each, in CPU time (all threads; a
 busy machine distorts it less, but it does not count the gain from a second
-core). The steps:
+core). Python's garbage collector is paused during each timed run, as
+``timeit`` does (``_common.collector_paused``): with TensorFlow imported, one
+full collection takes about 150 ms here, longer than a whole epoch of bare
+reading, and used to land in whichever run triggered it. The steps:
 
 1. naive: ``map(parse_single_example)``, ``decode_raw``,
    ``tf.image.resize_with_crop_or_pad``, shuffle, batch; one thread.
@@ -52,10 +55,16 @@ up to twice as long with little more CPU time (the end of the epoch waited),
 in some runs and not in others, so 40 single epochs of each are timed one
 after another too.
 
-Then the time ``iter(dataset)`` takes, before the first record is read: each
-epoch's iterator instantiates the dataset's functions again, and TensorFlow
-runs its graph optimizer (grappler) on each, so every op in the ``map``
-function costs some time at the start of every epoch, on one core.
+Then the length of an epoch. Every epoch starts over: ``iter(dataset)``
+instantiates the dataset's functions again, and TensorFlow runs its graph
+optimizer (grappler) on each (a profile of ``iter`` put most of its time in
+``OptimizeFunctionGraph``); then the shuffle buffer is filled again before the
+first record leaves it, and the first batch is decoded while the next records
+are read. Bare reading has none of this. So an epoch's start is timed apart
+(``iter``, the first batch, each later batch), and ``voc_batches`` is compared
+with bare reading again on a real epoch: 1,464 records, the size of VOC2012's
+segmentation ``train`` split, written the same way. The 256 records above are a
+short epoch, where the start weighs more than five times as much.
 
 Tried during issue 14 and measured too slow to keep (not rerun here): every
 output row as a string cut from ``image_raw`` (``tf.strings.substr`` with a
@@ -72,7 +81,15 @@ process, once with TensorFlow's default allocator and once with its pooling
 allocator (``TF_CPU_ALLOCATOR_USE_BFC=true``, which
 ``helpers.notebook.prepare_tensorflow`` sets), with the minor page faults of
 one epoch. The default allocator returns each batch's buffer to the system
-when it is freed, so every epoch faults it in again, page by page.
+when it is freed, so every epoch faults it in again, page by page. The
+serialized records in the shuffle buffer are not tensors but strings, which
+TensorFlow allocates with the C library's ``malloc`` whatever the allocator:
+glibc returns the freed buffer to the system at the end of each epoch and
+faults it in again at the next. The last fresh process turns that off with
+``mallopt`` (``M_MMAP_THRESHOLD`` 32 MiB, ``M_TRIM_THRESHOLD`` 1 GiB) before
+TensorFlow starts. That is a setting of the whole process (also
+``GLIBC_TUNABLES=glibc.malloc.trim_threshold=...``), so ``voc_batches`` does
+not make it; it is measured here so that a user can choose it.
 
 The first and last lines give the load: the load average, and how much CPU
 other processes took while this ran. On a machine shared with other jobs the
@@ -93,7 +110,14 @@ from pathlib import Path
 
 import numpy as np
 
-from benchmarks._common import RESULTS, Comparison, compare, work_dir
+from benchmarks._common import (
+    RESULTS,
+    Comparison,
+    collector_paused,
+    compare,
+    wall_and_cpu,
+    work_dir,
+)
 
 RECORDS = 256
 SHARDS = 4
@@ -104,6 +128,7 @@ SEED = 0
 SIZES = ((375, 500), (500, 375))  # (height, width): VOC's landscape and portrait photos
 GOAL, FLOOR = 0.6, 0.5  # issue 14: median ratio at least 0.6x, no run below 0.5x
 REPEATS = 9
+VOC_TRAIN = 1464  # records in VOC2012's segmentation train split: one real epoch
 
 
 def write_shards(records: int = RECORDS, shards: int = SHARDS) -> list[Path]:
@@ -112,7 +137,7 @@ def write_shards(records: int = RECORDS, shards: int = SHARDS) -> list[Path]:
 
     from helpers.records import verify, write_records
 
-    folder = work_dir("pipeline")
+    folder = work_dir(f"pipeline-{records}")
     paths = [folder / f"voc-synthetic-{i:05d}-of-{shards:05d}.tfrecord" for i in range(shards)]
     per_shard = records // shards
     if all(p.exists() for p in paths) and all(verify(p) == per_shard for p in paths):
@@ -334,10 +359,9 @@ def compare_both(
     cpu: tuple[list, list] = ([], [])
     for _ in range(REPEATS):
         for function, w, c in ((baseline, wall[0], cpu[0]), (candidate, wall[1], cpu[1])):
-            start, start_cpu = time.perf_counter(), time.process_time()
-            function()
-            w.append(time.perf_counter() - start)
-            c.append(time.process_time() - start_cpu)
+            wall_seconds, cpu_seconds = wall_and_cpu(function)
+            w.append(wall_seconds)
+            c.append(cpu_seconds)
     result = Comparison(name, *wall)
     print(result.line(), flush=True)
     print(Comparison("    the same runs in CPU time", *cpu).line(), flush=True)
@@ -360,9 +384,8 @@ def single_epochs(dataset, epochs: int = 40) -> str:
     iterate(dataset)
     times = []
     for _ in range(epochs):
-        start, start_cpu = time.perf_counter(), time.process_time()
-        iterate(dataset)
-        times.append((1e3 * (time.perf_counter() - start), 1e3 * (time.process_time() - start_cpu)))
+        wall_seconds, cpu_seconds = wall_and_cpu(lambda: iterate(dataset))
+        times.append((1e3 * wall_seconds, 1e3 * cpu_seconds))
     median = statistics.median(wall for wall, _ in times)
     slow = [cpu for wall, cpu in times if wall > 1.5 * median]
     normal = [cpu for wall, cpu in times if wall <= 1.5 * median]
@@ -372,16 +395,24 @@ def single_epochs(dataset, epochs: int = 40) -> str:
     return line
 
 
-def startup_ms(dataset, repeats: int = 15) -> str:
-    """Median and range of the time ``iter(dataset)`` takes (the start of an epoch), in ms."""
+def epoch_start(dataset, repeats: int = REPEATS) -> str:
+    """Median ms of ``iter(dataset)``, of its first batch, and of each later batch."""
     iterate(dataset)
-    times = []
+    parts: tuple[list, list, list] = ([], [], [])
     for _ in range(repeats):
-        start = time.perf_counter()
-        iterator = iter(dataset)
-        times.append(1e3 * (time.perf_counter() - start))
-        del iterator
-    return f"median {statistics.median(times):5.1f} ms ({min(times):.1f} to {max(times):.1f})"
+        with collector_paused():
+            start = time.perf_counter()
+            iterator = iter(dataset)
+            made = time.perf_counter()
+            next(iterator)
+            first = time.perf_counter()
+            later = iterate(iterator)
+            end = time.perf_counter()
+        parts[0].append(made - start)
+        parts[1].append(first - made)
+        parts[2].append((end - first) / max(later, 1))
+    iter_ms, first_ms, later_ms = (1e3 * statistics.median(p) for p in parts)
+    return f"iter {iter_ms:5.1f} ms, first batch {first_ms:5.1f} ms, each later batch {later_ms:5.1f} ms"
 
 
 class OtherLoad:
@@ -426,16 +457,27 @@ def minor_page_faults(function: Callable[[], object]) -> int:
     return resource.getrusage(resource.RUSAGE_SELF).ru_minflt - before
 
 
-def allocator_run(pooled: bool) -> int:
+def allocator_run(pooled: bool, keep_malloc_pages: bool = False) -> int:
     """In a fresh process: compare voc_batches with bare reading (printed), return the median
-    minor page faults of one epoch of voc_batches."""
+    minor page faults of one epoch of voc_batches. ``keep_malloc_pages``: glibc's malloc keeps
+    freed memory instead of returning it to the system (set before TensorFlow starts)."""
     os.environ["TF_CPU_ALLOCATOR_USE_BFC"] = "true" if pooled else "false"  # read at TF start
+    label = f"5 voc_batches, {'pooling' if pooled else 'default'} CPU allocator"
+    if keep_malloc_pages:
+        import ctypes
+
+        libc = ctypes.CDLL("libc.so.6")
+        m_trim_threshold, m_mmap_threshold = -1, -3  # from glibc's malloc.h
+        if not (
+            libc.mallopt(m_mmap_threshold, 32 << 20) and libc.mallopt(m_trim_threshold, 1 << 30)
+        ):
+            raise RuntimeError("mallopt refused the settings")
+        label += ", malloc keeps freed pages"
     from helpers.notebook import prepare_tensorflow
 
     prepare_tensorflow()
     files = write_shards()
     baseline, candidate = bare(files), final(files)
-    label = f"5 voc_batches, {'pooling' if pooled else 'default'} CPU allocator"
     compare_both(label, lambda: iterate(baseline), lambda: iterate(candidate), goal=True)
     return int(statistics.median(minor_page_faults(lambda: iterate(candidate)) for _ in range(5)))
 
@@ -497,9 +539,24 @@ def main() -> None:
             ("6 with autotuning on", augment_on),
         ):
             print(f"    {label:28} {single_epochs(dataset)}", flush=True)
-        print("Starting an epoch, iter(dataset), before the first record is read:")
-        for label, dataset in (("bare reading", baseline), ("5 voc_batches", voc)):
-            print(f"    {label:28} {startup_ms(dataset)}", flush=True)
+        print(f"A real epoch: {VOC_TRAIN:,} records, the size of VOC2012's train split:")
+        long_files = write_shards(VOC_TRAIN)
+        long_bare, long_voc = bare(long_files), final(long_files)
+        read_long = lambda: iterate(long_bare)  # noqa: E731
+        label = f"5 voc_batches, {VOC_TRAIN:,} records per epoch"
+        compare_both(label, read_long, lambda: iterate(long_voc), goal=True)
+        if strongest[0] != "bare reading":
+            fastest = readers(long_files)[strongest[0]]
+            label = f"5 voc_batches, {VOC_TRAIN:,} records, against {strongest[0]}"
+            compare_both(label, lambda: iterate(fastest), lambda: iterate(long_voc))
+        print("The start of an epoch (median of 9 epochs):")
+        for label, dataset in (
+            (f"bare reading, {RECORDS} records", baseline),
+            (f"5 voc_batches, {RECORDS} records", voc),
+            (f"bare reading, {VOC_TRAIN:,} records", long_bare),
+            (f"5 voc_batches, {VOC_TRAIN:,} records", long_voc),
+        ):
+            print(f"    {label:32} {epoch_start(dataset)}", flush=True)
     print(f"Other processes used {load.cores:.2f} cores on average during the comparisons above.")
     context = multiprocessing.get_context("spawn")
     for step in STEPS:
@@ -507,9 +564,9 @@ def main() -> None:
             mib = pool.apply(peak_memory_mib, (step,))
         print(f"peak memory, one epoch of {step:<13} {mib:7.1f} MiB above the start")
     print("The CPU allocator, each in a fresh process (TF_CPU_ALLOCATOR_USE_BFC):")
-    for pooled in (False, True):
+    for pooled, keep in ((False, False), (True, False), (True, True)):
         with context.Pool(1) as pool:
-            faults = pool.apply(allocator_run, (pooled,))
+            faults = pool.apply(allocator_run, (pooled, keep))
         print(f"  minor page faults per epoch of voc_batches: {faults:,}")
     print(f"At the end: {load_line()}.")
 
