@@ -25,6 +25,7 @@ NOT_RUN = {
     "make notebooks": "rewrites every notebook in place; the same script is run below on a copy",
     "make bench": "takes minutes and measures time, which tests never do",
     "python -m benchmarks beam": "takes minutes and measures time, which tests never do",
+    "python -m benchmarks pipeline": "takes minutes and measures time, which tests never do",
     "make sample": "rewrites helpers/sample_data; tests/test_voc_sample.py checks the sample",
     "make lock": "re-resolves against the package registry and rewrites requirements.lock; "
     "tests/test_environment.py checks that the lock agrees with the pins",
