@@ -336,7 +336,7 @@ def iter_records(
     Plain Python, no TensorFlow: ``tf.train.Example.FromString`` turns a payload back
     into an Example (notebook 02, "Read them again in plain Python"). Measured against
     ``tf.compat.v1.io.tf_record_iterator`` (``python -m benchmarks records``): about 2x
-    faster on 590 KB records, but TensorFlow wins on 1 KB ones (this is 0.5x plain,
+    faster on 590 KB records, but TensorFlow wins on 1 KB ones (this is 0.5-0.6x plain,
     0.75x compressed): the per-record cost of Python shows there. With
     ``offsets=True`` yield ``(offset, payload)``, where ``offset`` is the byte at which
     the record's header starts in the (uncompressed) stream (notebook 06).
