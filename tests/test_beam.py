@@ -11,13 +11,14 @@ import subprocess
 import sys
 
 import pytest
+from lock_imports import require
 
 from helpers import beam, voc, voc_records
 from helpers.cli import main as cli
 from helpers.records import iter_records
 
-tf = pytest.importorskip("tensorflow")
-pytest.importorskip("apache_beam")
+tf = require("tensorflow")
+require("apache_beam")
 
 
 def shard_files(folder):

@@ -7,11 +7,12 @@ import sys
 from pathlib import Path
 
 import pytest
+from lock_imports import require
 
 from helpers.cli import main
 from helpers.records import iter_records, write_records
 
-tf = pytest.importorskip("tensorflow")
+tf = require("tensorflow")
 
 
 def example(index: int) -> bytes:

@@ -3,7 +3,9 @@
 import tomllib
 from pathlib import Path
 
+import pytest
 import yaml
+from lock_imports import LOCKED, require, wheel_for
 from packaging.requirements import Requirement
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -87,3 +89,17 @@ def test_the_lock_satisfies_every_pin_for_the_platform_ci_runs_on():
         assert req.specifier.contains(locked[req.name.lower()], prereleases=True), (
             f"requirements.lock has {req.name}=={locked[req.name.lower()]}, outside {req.specifier}: run make lock"
         )
+
+
+def test_a_missing_package_fails_where_the_lock_applies_and_elsewhere_skips_naming_its_wheel():
+    with pytest.raises(pytest.fail.Exception, match="requirements.lock installs no_such_pkg on"):
+        require("no_such_pkg", locked=True)
+    with pytest.raises(pytest.skip.Exception, match=r"^no no_such_pkg wheel installed for \S+"):
+        require("no_such_pkg", locked=False)
+    assert require("yaml", locked=True) is yaml
+
+
+def test_the_skip_names_the_wheel_requirements_txt_installs_on_this_platform():
+    tensorflow = "tensorflow-cpu~=" if LOCKED else "tensorflow~="
+    assert wheel_for("tensorflow").startswith(tensorflow)
+    assert wheel_for("apache_beam").startswith("apache-beam~=")

@@ -8,6 +8,7 @@ import zlib
 
 import numpy as np
 import pytest
+from lock_imports import require
 
 from helpers import records
 from helpers.records import (
@@ -23,7 +24,7 @@ from helpers.records import (
     write_sharded,
 )
 
-tf = pytest.importorskip("tensorflow")
+tf = require("tensorflow")
 
 HEADER_SIZE, FOOTER_SIZE = 12, 4
 COMPRESSIONS = [None, "GZIP", "ZLIB"]

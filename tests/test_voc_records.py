@@ -7,13 +7,14 @@ import sys
 
 import numpy as np
 import pytest
+from lock_imports import require
 from PIL import Image
 
 from helpers import voc, voc_records
 from helpers.records import RecordError, _shard_paths, iter_records, verify, write_records
 from helpers.voc_records import convert_split, feature_spec, read_pairs, summarize, voc_example
 
-tf = pytest.importorskip("tensorflow")
+tf = require("tensorflow")
 
 SIZES = {
     "img_a": (24, 32),
