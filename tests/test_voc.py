@@ -356,16 +356,6 @@ def test_importing_does_not_import_tensorflow_or_print():
     assert result.stdout == "[]\n" and result.stderr == ""
 
 
-def test_public_names_are_the_ones_other_modules_rely_on():
-    imported = {"annotations", "importlib", "os", "re", "Path", "np", "Image"}
-    imported |= {"ET", "dataclass", "expat"}
-    public = {name for name in vars(voc) if not name[0] == "_" and name not in imported}
-    expected = "VOC_CLASSES VOID_LABEL VOCError colormap sample_root voc_root read_split"
-    expected += " image_path mask_path load_image load_mask load_pair"
-    expected += " VOCObject Annotation load_annotation"
-    assert public - {"UnidentifiedImageError"} == set(expected.split())
-
-
 # ---------------------------------------------------------------------------
 # load_annotation: Annotations/<id>.xml
 # ---------------------------------------------------------------------------

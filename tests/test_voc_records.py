@@ -1,7 +1,7 @@
 """helpers.voc_records: the two schemas, one pair as an Example, whole splits, reading back."""
 
-import inspect
 import os
+import re
 import subprocess
 import sys
 
@@ -77,20 +77,21 @@ def test_importing_does_not_import_tensorflow():
     assert (result.returncode, result.stdout, result.stderr) == (0, "[]\n", "")
 
 
-def test_public_names_are_the_few_that_notebooks_and_the_cli_use():
-    def defined_here(value):
-        return inspect.isfunction(value) and value.__module__ == "helpers.voc_records"
-
-    public = {n: v for n, v in vars(voc_records).items() if n[0] != "_"}
-    functions = {n for n, v in public.items() if defined_here(v)}
-    assert functions == {
-        "feature_spec", "voc_example", "convert_split", "summarize", "read_pairs",
-        "split_order", "record_payload",
-    }  # fmt: skip
-    assert voc_records.ENCODINGS == ("raw", "encoded")
-    for name in functions:
-        shown_in = "notebook 08" if name in {"split_order", "record_payload"} else "notebook 02"
-        assert shown_in in public[name].__doc__, name
+def test_each_listed_encoding_round_trips_and_the_refusal_names_exactly_those(voc_root, tmp_path):
+    """Notebook 02 loops over ENCODINGS: each must write a pair that reads back as it was."""
+    image, mask = voc.load_pair(voc_root, "img_e")
+    for encoding in voc_records.ENCODINGS:
+        record = serialized(voc_example(voc_root, "img_e", encoding))
+        assert tf.io.parse_single_example(record, feature_spec(encoding))
+        write_records(tmp_path / encoding, [record])
+        ((name, got_image, got_mask),) = read_pairs([tmp_path / encoding], encoding)
+        assert name == "img_e.jpg", encoding
+        np.testing.assert_array_equal(got_image, image)
+        np.testing.assert_array_equal(got_mask, mask)
+    with pytest.raises(ValueError) as caught:
+        feature_spec("png")
+    named = re.findall(r"'(\w+)'", str(caught.value).split(", got ")[0])
+    assert named == list(voc_records.ENCODINGS)
 
 
 # --------------------------------------------------------------------------- feature specs
