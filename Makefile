@@ -6,12 +6,13 @@ PY     := $(VENV)/bin/python
 READY  := $(VENV)/.ready
 SANITIZE := tests/nbval_sanitize.cfg
 NBVAL  := --nbval --nbval-current-env --nbval-sanitize-with $(SANITIZE)
-# Two workers; loadscope keeps each notebook's cells on one worker.
-XDIST  := -n 2 --dist loadscope
+# Two workers; loadscope keeps each notebook's tests on one worker (they share its runs), and
+# the groups go out in the order conftest.py gives them (heaviest first), not by size.
+XDIST  := -n 2 --dist loadscope --no-loadscope-reorder
 # Jupyter refuses to start as root (containers, classroom images) unless told it may.
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
 
-.PHONY: help venv lock lab test lint test-helpers test-notebooks notebooks student assignments docs bench sample stability clean
+.PHONY: help venv lock lab test chromium lint test-helpers test-notebooks notebooks student assignments docs bench sample stability clean
 
 help:
 	@echo "make lab        set up .venv and open JupyterLab on notebooks/"
@@ -24,7 +25,7 @@ help:
 	@echo "make bench      run benchmarks/ and print ratios against their baselines"
 	@echo "make lock       regenerate requirements.lock from requirements.txt and the dev tools"
 	@echo "make sample     rebuild the embedded VOC-format sample in helpers/sample_data/"
-	@echo "make stability  run the notebook checks twice, with another hash seed, time zone and locale"
+	@echo "make stability  run the notebook checks four times: other hash seed, time zone, locale, CPU"
 
 venv: $(READY)
 
@@ -56,8 +57,20 @@ lock: $(READY)
 lab: $(READY)
 	$(VENV)/bin/jupyter lab --ServerApp.root_dir=notebooks $(ALLOW_ROOT)
 
-test: lint
+test: lint chromium
 	$(PY) -m pytest tests notebooks $(NBVAL) $(XDIST) -q
+
+# make test opens the documentation site in the system's Chromium (CHROMIUM=/path to choose
+# another): installed from Debian's packages where make runs as root with apt-get.
+chromium:
+	@if [ -z "$$CHROMIUM" ] && ! command -v chromium >/dev/null && ! command -v chromium-browser >/dev/null; then \
+	  if [ "$$(id -u)" = 0 ] && command -v apt-get >/dev/null; then \
+	    apt-get update -q && apt-get install -y -q chromium; \
+	  else \
+	    echo "make test needs Chromium: sudo apt-get install chromium (Debian, Ubuntu), or CHROMIUM=/path/to/chrome make test" >&2; \
+	    exit 1; \
+	  fi; \
+	fi
 
 lint: $(READY)
 	$(PY) -m ruff check .

@@ -1,0 +1,152 @@
+"""pytest set-up for `make test` (tests/ and notebooks/ together).
+
+1. The same results for every user: environment variables that change what the helpers
+   read or how figures are drawn are removed for everything the suite runs (notebook
+   kernels and subprocesses inherit the environment).
+2. Each notebook is executed once as committed (by nbval) and once as its student copy;
+   after nbval's cells, four checks join the notebook's own group of tests and reuse those
+   two runs (tests/notebook_checks.py says what each checks).
+3. The heaviest groups start first, so that neither of the two workers waits at the end.
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+# VOC_ROOT points the helpers at another dataset; the others change how TensorFlow
+# allocates or how matplotlib draws. (ONEDNN_MAX_CPU_ISA stays: `make stability` sets it.)
+RESULT_CHANGING = ("VOC_ROOT", "TF_CPU_ALLOCATOR_USE_BFC", "MPLBACKEND", "MATPLOTLIBRC")
+for _name in RESULT_CHANGING:
+    os.environ.pop(_name, None)
+# The environment's own commands first (nbgrader runs `alembic` for its gradebook).
+os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+
+# Heaviest first (seconds on the 2-core machine, measured with --durations): the groups of
+# tests are handed to the two workers in this order, then everything else in file order.
+HEAVIEST_FIRST = [
+    "notebooks/08_convert_at_scale_with_beam.ipynb",
+    "notebooks/05_read_consecutive_frames.ipynb",
+    "notebooks/07_train_from_tfrecords.ipynb",
+    "tests/test_docs_site.py",
+    "notebooks/03_read_shuffled_batches.ipynb",
+    "tests/test_beam.py",
+    "notebooks/04_measure_shuffle_bias.ipynb",
+    "notebooks/09_write_read_variable_length_features.ipynb",
+    "notebooks/02_write_read_voc_tfrecords.ipynb",
+    "notebooks/06_inspect_tfrecord_files.ipynb",
+    "notebooks/01_roundtrip_raw_bytes.ipynb",
+]
+
+
+def _group(item) -> str:
+    return item.nodeid.split("::", 1)[0]
+
+
+class NotebookCheck(pytest.Item):
+    """One check of a notebook that reuses its runs (tests/notebook_checks.py)."""
+
+    def __init__(self, *, check, **kwargs):
+        super().__init__(**kwargs)
+        self.check = check
+
+    def runtest(self):
+        self.check(self.parent)
+
+    def reportinfo(self):
+        return self.path, None, f"{self.path.name}::{self.name}"
+
+
+def _checks():
+    import notebook_checks as nc  # tests/notebook_checks.py (tests/ is on sys.path below)
+
+    runs: dict[Path, dict] = {}  # per notebook: the two runs, made or collected once
+
+    def solved(notebook) -> object:
+        """nbval's run of the notebook, or (if nbval did not run every cell) a run of our own."""
+        path = Path(notebook.path)
+        if "solved" not in runs.setdefault(path, {}):
+            cells = [i for i in notebook.session.items if i.parent is notebook]
+            outputs = [i.test_outputs for i in cells if hasattr(i, "cell")]
+            code_cells = sum(c.cell_type == "code" for c in nbformat_read(path).cells)
+            if len(outputs) == code_cells and all(o is not None for o in outputs):
+                runs[path]["solved"] = nc.with_outputs(path, outputs)
+            else:
+                folder = notebook.config._tmp_path_factory.mktemp(f"{path.stem}-solved")
+                runs[path]["solved"] = nc.run_as_committed(path, folder)
+        return runs[path]["solved"]
+
+    def student(notebook):
+        path = Path(notebook.path)
+        if "student" not in runs.setdefault(path, {}):
+            folder = notebook.config._tmp_path_factory.mktemp(f"{path.stem}-student")
+            runs[path]["student"] = nc.run_student_copy(path, folder)
+        return runs[path]["student"]
+
+    def student_copy(notebook):
+        path = Path(notebook.path)
+        problems = nc.student_copy_problems(path, student(notebook)[0])
+        assert not problems, f"{path.name} student copy: {problems}"
+
+    def figures(notebook):
+        path = Path(notebook.path)
+        stored = nbformat_read(path)
+        compared, problems = nc.figure_problems(stored.cells, solved(notebook).cells, path.name)
+        assert not problems, f"{problems}: run make notebooks"
+        assert compared == nc.png_outputs(stored, ignored=False)
+
+    def probe(notebook):
+        path = Path(notebook.path)
+        run = student(notebook)[1]
+        _, same = nc.figure_problems([run.stored], [run.unchanged], path.name)
+        assert same == [], f"drawn again unchanged, the figure should match: {same}"
+        compared, changed = nc.figure_problems([run.stored], [run.changed], path.name)
+        assert compared >= 1 and changed and "differs from the stored figure" in changed[0], (
+            f"{run.probe.what}: the figure check did not notice ({changed})"
+        )
+
+    def grading(notebook):
+        path = Path(notebook.path)
+        course = notebook.config._tmp_path_factory.mktemp(f"{path.stem}-course")
+        scores = nc.grade(path, solved(notebook), student(notebook)[0], course)
+        problems = nc.grading_problems(scores)
+        assert not problems, f"{path.name}: {problems}"
+
+    return (
+        nc,
+        [
+            ("student copy fails only in its checks", student_copy),
+            ("figures match the stored ones", figures),
+            ("nbgrader grades solutions full and the student copy zero", grading),
+        ],
+        probe,
+    )
+
+
+def nbformat_read(path: Path):
+    import nbformat
+
+    return nbformat.read(path, as_version=4)
+
+
+def pytest_collection_modifyitems(session, config, items):
+    notebooks = {}
+    for item in items:
+        if item.path.suffix == ".ipynb" and hasattr(item, "cell"):  # an nbval cell
+            notebooks.setdefault(item.parent, []).append(item)
+    if notebooks:
+        sys.path.insert(0, str(Path(__file__).parent / "tests"))
+        nc, checks, probe = _checks()
+        for notebook, cells in notebooks.items():
+            extra = [NotebookCheck.from_parent(notebook, name=n, check=c) for n, c in checks]
+            if Path(notebook.path).stem in nc.PROBES:
+                what = nc.PROBES[Path(notebook.path).stem].what
+                name = f"the figure check notices {what}"
+                extra.append(NotebookCheck.from_parent(notebook, name=name, check=probe))
+            position = items.index(cells[-1]) + 1
+            items[position:position] = extra
+    rank = {group: k for k, group in enumerate(HEAVIEST_FIRST)}
+    items.sort(key=lambda item: rank.get(_group(item), len(rank)))  # stable: file order kept
