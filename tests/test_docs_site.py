@@ -1,6 +1,6 @@
 """The documentation site (`make docs`), opened in a real browser: the system's Chromium.
 
-The site is built once for this module (scripts/build_docs.py, into a temporary folder),
+The site is built once for this module, by the README's `make docs` (into build/html),
 served over HTTP on localhost, and every page is opened in headless Chromium driven by
 Playwright: no console errors, every figure loads, every internal link and #anchor
 resolves, the API page lists every public helper, search finds a helper by name. A
@@ -227,17 +227,11 @@ def browser():
 
 
 @pytest.fixture(scope="module")
-def site(tmp_path_factory) -> Path:
-    folder = tmp_path_factory.mktemp("docs")
-    done = subprocess.run(
-        [sys.executable, ROOT / "scripts" / "build_docs.py", "--out", folder / "html"]
-        + ["--staging", folder / "src"],
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+def site() -> Path:
+    """The README's `make docs`, run once: build/html, which every test here reads."""
+    done = subprocess.run(["make", "docs"], cwd=ROOT, capture_output=True, text=True, timeout=600)
     assert done.returncode == 0, f"make docs failed:\n{done.stdout}\n{done.stderr}"
-    return folder / "html"
+    return ROOT / "build" / "html"
 
 
 @pytest.fixture(scope="module")
@@ -259,6 +253,12 @@ def notebook_title(path: Path) -> str:
 
 
 # ---------------------------------------------------------------- the tests
+
+
+def test_make_docs_writes_one_page_per_notebook(site):
+    pages = sorted(p.stem for p in (site / "notebooks").glob("*.html"))
+    assert pages == [p.stem for p in NOTEBOOKS]
+    assert (site / "index.html").is_file() and (site / "api.html").is_file()
 
 
 def test_every_page_loads_its_figures_and_links_without_console_errors(checked):
