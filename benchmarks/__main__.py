@@ -61,6 +61,7 @@ def save(name: str, started: float) -> Path:
         "started": time.strftime("%Y-%m-%dT%H:%M:%S%z", time.localtime(started)),
         **environment(),
         "comparisons": [c.as_dict() for c in _common.RESULTS],
+        **_common.EXTRA,
     }
     path.write_text(json.dumps(record, indent=2) + "\n")
     return path
@@ -81,6 +82,7 @@ def main(argv: list[str]) -> int:
     for name in chosen:
         print(f"== {name}", flush=True)
         _common.RESULTS.clear()
+        _common.EXTRA.clear()
         started = time.time()
         importlib.import_module(f"benchmarks.bench_{name}").main()
         print(f"results: {save(name, started).relative_to(HERE.parent)}", flush=True)

@@ -14,6 +14,8 @@ from pathlib import Path
 WORK = Path(__file__).resolve().parent / "_work"
 #: Every comparison made in this process, in order (written as JSON by ``python -m benchmarks``).
 RESULTS: list[Comparison] = []
+#: Other figures a benchmark reports (bench_suite's run times), written to the JSON as well.
+EXTRA: dict[str, object] = {}
 
 
 @dataclass

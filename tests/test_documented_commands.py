@@ -25,6 +25,9 @@ NOT_RUN = {
     "make bench": "takes minutes and measures time, which tests never do",
     "python -m benchmarks beam": "takes minutes and measures time, which tests never do",
     "python -m benchmarks pipeline": "takes minutes and measures time, which tests never do",
+    "python -m benchmarks suite": "runs this test suite three times and measures time",
+    'make test NBVAL="--nbval-lax --nbval-current-env"': "is this test suite without comparing "
+    "stored outputs; make test runs the same tests and compares them",
     "make sample": "rewrites helpers/sample_data; tests/test_voc_sample.py checks the sample",
     "make lock": "re-resolves against the package registry and rewrites requirements.lock; "
     "tests/test_environment.py checks that the lock agrees with the pins",

@@ -1,0 +1,83 @@
+"""How long the pytest phase of `make test` takes, and where its time goes.
+
+`python -m benchmarks suite` runs the same pytest command as `make test` (lint and the
+install step left out) three times in this checkout (``BENCH_SUITE_ROUNDS`` to change
+that), one run after another, and prints:
+
+* the wall time of each run, their median and range, against the goal of the issue "CI
+  that holds on any machine": at most 150 s on the 2-core machine;
+* the seconds of each group of tests (a notebook with the checks that reuse its runs, or
+  a test file), as the two workers receive them, in the last run: the order of
+  ``HEAVIEST_FIRST`` in conftest.py should follow it;
+* the 15 slowest tests of the last run.
+
+Timing belongs here, never in a test: the machines are noisy. Run it on an otherwise idle
+machine; the load average before each run is printed with it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import statistics
+import subprocess
+import sys
+import time
+from collections import defaultdict
+from pathlib import Path
+
+from benchmarks import _common
+
+ROOT = Path(__file__).resolve().parents[1]
+GOAL_SECONDS = 150
+COMMAND = [
+    sys.executable, "-m", "pytest", "tests", "notebooks",
+    "--nbval", "--nbval-current-env", "--nbval-sanitize-with", "tests/nbval_sanitize.cfg",
+    "-n", "2", "--dist", "loadscope", "--no-loadscope-reorder", "-q", "--durations=0",
+]  # fmt: skip
+DURATION = re.compile(r"^\s*([0-9.]+)s (setup|call|teardown)\s+(\S.*)$")
+
+
+def one_run() -> tuple[float, str]:
+    start = time.perf_counter()
+    done = subprocess.run(COMMAND, cwd=ROOT, capture_output=True, text=True)
+    seconds = time.perf_counter() - start
+    if done.returncode != 0:
+        raise SystemExit(f"the suite failed; fix it before timing it:\n{done.stdout[-3000:]}")
+    return seconds, done.stdout
+
+
+def durations(output: str) -> list[tuple[float, str, str]]:
+    """(seconds, phase, test id) of every test phase pytest listed."""
+    return [(float(m[1]), m[2], m[3]) for m in map(DURATION.match, output.splitlines()) if m]
+
+
+def main() -> None:
+    rounds = int(os.environ.get("BENCH_SUITE_ROUNDS", "3"))
+    times = []
+    for number in range(1, rounds + 1):
+        load = os.getloadavg()[0]
+        seconds, output = one_run()
+        times.append(seconds)
+        print(f"run {number}: {seconds:6.1f} s (load average before it: {load:.2f})", flush=True)
+    median = statistics.median(times)
+    verdict = "met" if median <= GOAL_SECONDS else "NOT MET"
+    print(f"pytest phase of make test: median {median:.1f} s ({min(times):.1f} to "
+          f"{max(times):.1f}) over {rounds} runs; goal <= {GOAL_SECONDS} s: {verdict}")  # fmt: skip
+
+    phases = durations(output)
+    groups: dict[str, float] = defaultdict(float)
+    for seconds, _, test in phases:
+        groups[test.split("::", 1)[0]] += seconds
+    print("seconds per group of tests in the last run (what one worker spends on it):")
+    for group, seconds in sorted(groups.items(), key=lambda g: -g[1])[:15]:
+        print(f"  {seconds:6.1f}  {group}")
+    print(f"  {sum(groups.values()):6.1f}  in all, on 2 workers")
+    print("the 15 slowest test phases of the last run:")
+    for seconds, phase, test in sorted(phases, reverse=True)[:15]:
+        print(f"  {seconds:6.1f}  {phase:8} {test}")
+    _common.EXTRA.update(
+        suite_seconds=times,
+        goal_seconds=GOAL_SECONDS,
+        group_seconds=dict(sorted(groups.items(), key=lambda g: -g[1])),
+    )
