@@ -23,6 +23,7 @@ help:
 	@echo "make assignments  an nbgrader course folder in build/nbgrader/"
 	@echo "make docs       the documentation site in build/html/ (open build/html/index.html)"
 	@echo "make bench      run benchmarks/ and print ratios against their baselines"
+	@echo "make mutation   mutation testing of the core helpers with mutmut (slow; not in make test)"
 	@echo "make lock       regenerate requirements.lock from requirements.txt and the dev tools"
 	@echo "make sample     rebuild the embedded VOC-format sample in helpers/sample_data/"
 	@echo "make stability  run the notebook checks four times: other hash seed, time zone, locale, CPU"
@@ -96,6 +97,13 @@ docs: $(READY)
 
 bench: $(READY)
 	$(PY) -m benchmarks
+
+# Mutation testing of the core helpers against their unit tests ([tool.mutmut] in
+# pyproject.toml), on one core; results stay in mutants/ (git-ignored), so a second run only
+# tests what changed. Survivors: .venv/bin/mutmut results, then .venv/bin/mutmut show NAME.
+.PHONY: mutation
+mutation: $(READY)
+	$(PY) -m mutmut run --max-children 1
 
 sample: $(READY)
 	$(PY) scripts/build_voc_sample.py
