@@ -42,8 +42,9 @@ def one_run() -> tuple[float, str]:
     start = time.perf_counter()
     done = subprocess.run(COMMAND, cwd=ROOT, capture_output=True, text=True)
     seconds = time.perf_counter() - start
-    if done.returncode != 0:
-        raise SystemExit(f"the suite failed; fix it before timing it:\n{done.stdout[-3000:]}")
+    if done.returncode != 0:  # still timed, but say so: a red suite's time means little
+        failed = [line for line in done.stdout.splitlines() if line.startswith("FAILED")]
+        print(f"the suite FAILED ({len(failed)} tests):", *failed[:10], sep="\n  ")
     return seconds, done.stdout
 
 

@@ -32,8 +32,9 @@ def _run_fresh(code: str, **extra_env: str) -> subprocess.CompletedProcess:
     )
 
 
-def test_prepare_tensorflow_silences_import_and_makes_ops_deterministic():
+def test_prepare_tensorflow_silences_import_makes_ops_deterministic_and_pools_memory():
     code = (
+        "import os\n"
         "from helpers.notebook import prepare_tensorflow\n"
         "prepare_tensorflow(seed=3)\n"
         "import tensorflow as tf\n"
@@ -42,29 +43,24 @@ def test_prepare_tensorflow_silences_import_and_makes_ops_deterministic():
         "b = tf.random.uniform([3]).numpy().tolist()\n"
         "assert a == b, (a, b)\n"
         "from tensorflow.python.framework import config\n"
-        "print(config.is_op_determinism_enabled())\n"
+        "print(config.is_op_determinism_enabled(), os.environ['TF_CPU_ALLOCATOR_USE_BFC'])\n"
     )
     done = _run_fresh(code)
     assert done.returncode == 0, done.stderr
-    assert done.stdout == "True\n"
+    assert done.stdout == "True true\n"
     assert done.stderr == "", f"TensorFlow wrote to stderr: {done.stderr!r}"
 
 
-def _allocator_setting(**extra_env: str) -> str:
+def test_prepare_tensorflow_leaves_an_allocator_you_chose():
     code = (
         "import os\n"
         "from helpers.notebook import prepare_tensorflow\n"
         "prepare_tensorflow()\n"
         "print(os.environ['TF_CPU_ALLOCATOR_USE_BFC'])\n"
     )
-    done = _run_fresh(code, **extra_env)
+    done = _run_fresh(code, TF_CPU_ALLOCATOR_USE_BFC="false")
     assert done.returncode == 0, done.stderr
-    return done.stdout.strip()
-
-
-def test_prepare_tensorflow_pools_cpu_memory_unless_told_otherwise():
-    assert _allocator_setting() == "true"
-    assert _allocator_setting(TF_CPU_ALLOCATOR_USE_BFC="false") == "false"
+    assert done.stdout == "false\n"
 
 
 @pytest.mark.parametrize("seed", [None, -1, 1.5])
