@@ -14,6 +14,7 @@ import json
 import os
 import re
 import secrets
+import signal
 import subprocess
 import sys
 from collections.abc import Iterable, Sequence
@@ -80,6 +81,7 @@ def convert_split(
     task: str = "segmentation",
     beam_options: Sequence[str] = (),
     verbose: bool = False,
+    timeout: float | None = 3600,
 ) -> list[Path]:
     """Convert one split into TFRecord shards with an Apache Beam pipeline; return their paths.
 
@@ -97,6 +99,8 @@ def convert_split(
     with one worker process per core. ``beam_options`` (e.g. ``["--direct_num_workers=1"]`` or
     ``["--runner=FlinkRunner", ...]``) are parsed by Beam's ``PipelineOptions`` and override
     these defaults. Beam's logging and its workers' output stay off stderr unless ``verbose``.
+    The pipeline may run ``timeout`` seconds (``None``: no limit); then its processes are
+    stopped and nothing is written.
     The ids are listed and the files renamed by this process, so ``voc_root`` and ``out_prefix``
     must be local folders that every worker sees too (on a cluster: a shared mount; ``gs://``
     would need Beam's FileSystems instead of ``open`` and ``os.replace``). Shown in notebook 08;
@@ -108,6 +112,7 @@ def convert_split(
         TypeError, ValueError: for a bad ``num_shards``, ``encoding``, ``task``,
             ``compression`` or ``shuffle_seed`` (before Beam starts) or Beam option.
         RuntimeError: if the pipeline fails for another reason (Beam's message).
+        TimeoutError: if it has not finished after ``timeout`` seconds.
     """
     _check_task(task, encoding)
     num_shards = check_int(num_shards, "num_shards", minimum=1)
@@ -126,7 +131,7 @@ def convert_split(
            "task": task, "encoding": encoding, "temps": [str(t) for t in temps],
            "compression": compression}  # fmt: skip
     try:
-        _run_in_child(job, verbose)
+        _run_in_child(job, verbose, timeout)
         for temp in temps[len(ids) :]:  # shards that receive no record: valid empty files
             write_records(temp, [], compression)
         for temp, path in zip(temps, paths, strict=True):
@@ -137,25 +142,36 @@ def convert_split(
     return paths
 
 
-def _run_in_child(job: dict, verbose: bool) -> None:
+_CHILD = "import helpers.beam as b; b._child()"  # what the pipeline's process runs
+
+
+def _run_in_child(job: dict, verbose: bool, timeout: float | None = None) -> None:
     """Run the pipeline in a fresh Python process; raise what went wrong there, here.
 
     A process of its own keeps Beam's global state, logging and worker processes away from the
     caller: inside IPython, Beam would switch to its interactive mode (which needs pandas), and
     its workers write to file descriptor 2, which a notebook cell shows. Quiet: that goes to
     os.devnull. TensorFlow reads its log settings from the environment only (helpers.notebook).
+    The process and the workers it starts form a process group of their own, stopped as a
+    whole after ``timeout`` seconds.
     """
     env = {**os.environ, **{k: os.environ.get(k) or v for k, v in _QUIET_TF.items()}}
-    command = [sys.executable, "-c", "import helpers.beam as b; b._child()"]
     stderr = None if verbose else subprocess.DEVNULL
-    done = subprocess.run(command, input=json.dumps(job), text=True,
-                          stdout=subprocess.PIPE, stderr=stderr, env=env)  # fmt: skip
-    if done.returncode == 0:
+    with subprocess.Popen([sys.executable, "-c", _CHILD], stdin=subprocess.PIPE, text=True,
+                          stdout=subprocess.PIPE, stderr=stderr, env=env,
+                          start_new_session=True) as child:  # fmt: skip
+        try:
+            out, _ = child.communicate(json.dumps(job), timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(child.pid, signal.SIGKILL)
+            child.communicate()
+            raise TimeoutError(f"the Beam pipeline did not finish within {timeout:g} s") from None
+    if child.returncode == 0:
         return
     try:
-        kind, message = json.loads(done.stdout.strip().splitlines()[-1])
+        kind, message = json.loads(out.strip().splitlines()[-1])
     except (ValueError, IndexError):
-        kind, message = "", f"the Beam pipeline's process ended with status {done.returncode}"
+        kind, message = "", f"the Beam pipeline's process ended with status {child.returncode}"
     error = voc.VOCError if kind == "VOCError" else getattr(builtins, kind, RuntimeError)
     if not (isinstance(error, type) and issubclass(error, (OSError, ValueError, TypeError))):
         error = RuntimeError  # Beam's own failure; verbose=True shows its log

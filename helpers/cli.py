@@ -130,6 +130,12 @@ def _parser() -> argparse.ArgumentParser:
         help="with --engine beam: passed to Beam's pipeline options, e.g. "
         "--beam-option=--runner=FlinkRunner (repeatable)",
     )
+    add(
+        "--beam-timeout",
+        type=_int_at_least(1, "a positive number of seconds"),
+        metavar="SECONDS",
+        help="with --engine beam: stop the pipeline after SECONDS (default 3600)",
+    )
     add("--verbose", action="store_true", help="with --engine beam: show Beam's own logging")
     add("--overwrite", action="store_true", help="replace output shards that already exist")
     add("--quiet", action="store_true", help="no progress bar")
@@ -246,14 +252,15 @@ def _convert_voc(args: argparse.Namespace) -> int:
     if args.voc_root is not None and not args.voc_root.is_dir():
         _complain(f"convert-voc: --voc-root {args.voc_root}: no such folder")
         return 1
-    from helpers.notebook import prepare_tensorflow
-
-    prepare_tensorflow(deterministic_ops=False)  # quiet, before TensorFlow is imported
     from helpers import voc, voc_records
 
-    if args.engine == "local" and (args.beam_option or args.verbose):
-        _complain("convert-voc: --beam-option and --verbose need --engine beam")
+    if args.engine == "local" and (args.beam_option or args.verbose or args.beam_timeout):
+        _complain("convert-voc: --beam-option, --beam-timeout and --verbose need --engine beam")
         return 2
+    if args.engine == "local":  # Beam's workers import TensorFlow, quietly, themselves
+        from helpers.notebook import prepare_tensorflow
+
+        prepare_tensorflow(deterministic_ops=False)  # quiet, before TensorFlow is imported
     shared = ("num_shards", "encoding", "compression", "overwrite", "shuffle_seed", "task")
     common = {name: getattr(args, name) for name in shared}  # what both engines take
     try:
@@ -263,7 +270,7 @@ def _convert_voc(args: argparse.Namespace) -> int:
 
             paths = beam.convert_split(
                 root, args.split, args.out, beam_options=args.beam_option, verbose=args.verbose,
-                **common,
+                timeout=args.beam_timeout or 3600, **common,
             )  # fmt: skip
         else:
             paths = voc_records.convert_split(

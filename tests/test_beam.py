@@ -9,6 +9,7 @@ import os
 import shutil
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from lock_imports import require
@@ -174,3 +175,35 @@ def test_importing_helpers_beam_imports_neither_beam_nor_tensorflow():
     code = "import helpers.beam, sys; print({'apache_beam', 'tensorflow'} & set(sys.modules))"
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
     assert run.stdout.strip() == "set()", run.stderr
+
+
+def running(pid: int) -> bool:
+    """Whether process ``pid`` still runs (a killed one may linger as a zombie until reaped)."""
+    try:
+        status = Path(f"/proc/{pid}/status").read_text()
+    except FileNotFoundError:
+        return False
+    return "\nState:\tZ" not in status
+
+
+def test_a_pipeline_over_its_time_limit_is_stopped_with_its_workers(tmp_path, monkeypatch):
+    """The pipeline's process and a worker it started, both asleep: both are gone after 1 s."""
+    pid_file = tmp_path / "worker.pid"
+    sleeper = "import time; time.sleep(60)"
+    monkeypatch.setattr(
+        beam, "_CHILD",
+        f"import subprocess, sys, time\n"
+        f"worker = subprocess.Popen([sys.executable, '-c', {sleeper!r}])\n"
+        f"open({str(pid_file)!r}, 'w').write(str(worker.pid))\n"
+        f"time.sleep(60)\n",
+    )  # fmt: skip
+    with pytest.raises(TimeoutError, match=r"the Beam pipeline did not finish within 1 s"):
+        beam._run_in_child({}, verbose=False, timeout=1)
+    assert not running(int(pid_file.read_text()))
+
+
+def test_the_command_line_names_the_time_limit_and_refuses_it_without_beam(tmp_path, capsys):
+    argv = ["convert-voc", "--split", "val", "--out", str(tmp_path / "x"), "--beam-timeout", "5"]
+    assert cli(argv) == 2
+    assert "--beam-timeout" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []
