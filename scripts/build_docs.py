@@ -13,6 +13,10 @@ Sphinx reads a fresh staging folder (``build/docs_src/`` by default) that holds:
   (made by scripts/classroom.py, as `make student` makes them), copied into the site for
   download next to each page.
 
+Both folders are emptied at the start of a build, but only if an earlier build made them
+(it leaves a marker file, ``.made-by-build-docs``, in each): any other existing folder, the
+checkout and every folder that holds it are refused, so a mistyped ``--out`` deletes nothing.
+
 Usage: python scripts/build_docs.py [--out build/html] [--staging build/docs_src]
 """
 
@@ -32,12 +36,42 @@ sys.path.insert(0, str(ROOT / "scripts"))
 import classroom  # noqa: E402  (a script, not a package)
 
 NOTEBOOKS = "[0-9][0-9]_*.ipynb"
+MARKER = ".made-by-build-docs"
+
+
+class RefusedFolder(Exception):
+    """A folder the build must not empty; the message says which and why."""
+
+
+def fresh_folder(folder: Path) -> Path:
+    """Make ``folder`` empty for a build (but for the marker); return it, resolved.
+
+    Raises:
+        RefusedFolder: if ``folder`` is the checkout or holds it, or exists, is not empty
+            and has no marker (it was not made by this script).
+    """
+    folder = folder.resolve()
+    if folder == ROOT or ROOT.is_relative_to(folder):
+        raise RefusedFolder(f"{folder} is this checkout or holds it; choose a folder inside build/")
+    if folder.exists():
+        if (folder / MARKER).is_file():
+            shutil.rmtree(folder)
+        elif folder.is_dir() and not any(folder.iterdir()):
+            folder.rmdir()
+        else:
+            raise RefusedFolder(
+                f"{folder} exists and was not made by this script (no {MARKER} in it); "
+                "choose another folder, or remove it yourself (make clean removes build/)"
+            )
+    folder.mkdir(parents=True)
+    (folder / MARKER).write_text("made by scripts/build_docs.py, which empties it on every build\n")
+    return folder
 
 
 def stage(staging: Path) -> list[Path]:
-    """Fill a fresh ``staging`` folder with everything Sphinx reads; return the notebooks."""
-    shutil.rmtree(staging, ignore_errors=True)
-    shutil.copytree(ROOT / "docs", staging, ignore=shutil.ignore_patterns("__pycache__"))
+    """Fill the empty ``staging`` folder with everything Sphinx reads; return the notebooks."""
+    ignore = shutil.ignore_patterns("__pycache__")
+    shutil.copytree(ROOT / "docs", staging, ignore=ignore, dirs_exist_ok=True)
     shutil.copy(ROOT / "README.md", staging / "README.md")
     notebooks = sorted((ROOT / "notebooks").glob(NOTEBOOKS))
     for folder in ("notebooks", "_extra/notebooks", "_extra/student"):
@@ -51,8 +85,9 @@ def stage(staging: Path) -> list[Path]:
 
 def build(out: Path, staging: Path) -> int:
     """Stage the sources and run Sphinx (warnings are errors); Sphinx's exit status."""
+    for folder in (staging, out):  # both checked and emptied before anything is written
+        fresh_folder(folder)
     notebooks = stage(staging)
-    shutil.rmtree(out, ignore_errors=True)
     args = ["-W", "--keep-going", "-q", "-E", "-b", "html", "-d", str(staging / ".doctrees")]
     status = build_main([*args, str(staging), str(out)])
     if status == 0:
@@ -66,7 +101,11 @@ def main() -> int:
     parser.add_argument("--staging", type=Path, default=ROOT / "build" / "docs_src")
     args = parser.parse_args()
     start = time.perf_counter()
-    status = build(args.out.resolve(), args.staging.resolve())
+    try:
+        status = build(args.out.resolve(), args.staging.resolve())
+    except RefusedFolder as error:
+        print(f"build_docs: {error}", file=sys.stderr)
+        return 2
     print(f"{'done' if status == 0 else 'FAILED'} in {time.perf_counter() - start:.1f} s")
     return status
 
