@@ -496,3 +496,51 @@ def test_read_day_sequence_refuses_a_record_that_is_not_a_sequence_example(tmp_p
     write_records(tmp_path / "junk.tfrecord", [b"\xff\x00 not a protocol buffer"])
     with pytest.raises(ValueError, match=r"junk\.tfrecord: record 0: "):
         read_day_sequence(tmp_path / "junk.tfrecord", NUM_LABELS)
+
+
+# ---------------------------------------------------------------- what the messages and limits promise
+
+
+def test_an_out_of_order_timestamp_is_named_with_the_first_bad_frame_and_both_times(tmp_path):
+    jpegs, labels, _ = make_day(0, 5)
+    stamps = np.array([100, 101, 102, 110, 105])  # steps of exactly 1 are in order
+    with pytest.raises(ValueError, match=r"frame 4: timestamp 105 is not after frame 3's 110;"):
+        write_day(tmp_path / "d.tfrecord", jpegs, labels, stamps)
+
+
+def test_frame_1_of_another_size_is_named_against_frame_0(tmp_path):
+    jpegs, labels, stamps = make_day(0, 4)
+    jpegs[1] = jpegs[2] = jpegs[3] = jpeg(np.zeros((8, 9, 3), np.uint8))
+    with pytest.raises(
+        ValueError, match=r"d\.tfrecord: frame 1 is \(8, 9\) but frame 0 is \(8, 8\)"
+    ):
+        write_day(tmp_path / "d.tfrecord", jpegs, labels, stamps)
+
+
+def test_write_day_writes_the_deterministic_bytes_of_each_example(days):
+    """Sorted map keys: the same day gives the same file in every process."""
+    files, _ = days
+    for payload in iter_records(files[0]):
+        assert tf.train.Example.FromString(payload).SerializeToString(deterministic=True) == payload
+
+
+def test_read_day_sequence_checks_num_labels_and_reads_one_label_per_frame(tmp_path):
+    one_label = [feature("float", [0.25])] * 5
+    write_records(tmp_path / "seq.tfrecord", [day_sequence(**{"list/labels": one_label})])
+    _, lists = read_day_sequence(tmp_path / "seq.tfrecord", 1)
+    assert lists["labels"].numpy().tolist() == [[0.25]] * 5
+    with pytest.raises(ValueError, match="^num_labels must be at least 1, got 0$"):
+        read_day_sequence(tmp_path / "seq.tfrecord", 0)
+    with pytest.raises(TypeError, match=r"^num_labels must be an int, got 1\.0 \(float\)$"):
+        read_day_sequence(tmp_path / "seq.tfrecord", 1.0)
+
+
+def test_read_day_sequence_reads_no_further_than_a_second_record(tmp_path):
+    """A day file of a million frames is refused after two records, not read to the end."""
+    path = tmp_path / "frames.tfrecord"
+    write_records(path, [day_sequence()] * 3)
+    data = bytearray(path.read_bytes())
+    data[-5] ^= 0xFF  # the last payload byte of record 2: reading it would raise RecordError
+    path.write_bytes(bytes(data))
+    with pytest.raises(ValueError, match="expected one SequenceExample record, found more than"):
+        read_day_sequence(path, NUM_LABELS)
