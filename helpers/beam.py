@@ -99,8 +99,7 @@ def convert_split(
     with one worker process per core. ``beam_options`` (e.g. ``["--direct_num_workers=1"]`` or
     ``["--runner=FlinkRunner", ...]``) are parsed by Beam's ``PipelineOptions`` and override
     these defaults. Beam's logging and its workers' output stay off stderr unless ``verbose``.
-    The pipeline may run ``timeout`` seconds (``None``: no limit); then its processes are
-    stopped and nothing is written.
+    After ``timeout`` seconds (``None``: no limit) the pipeline is stopped; nothing is written.
     The ids are listed and the files renamed by this process, so ``voc_root`` and ``out_prefix``
     must be local folders that every worker sees too (on a cluster: a shared mount; ``gs://``
     would need Beam's FileSystems instead of ``open`` and ``os.replace``). Shown in notebook 08;
@@ -152,8 +151,7 @@ def _run_in_child(job: dict, verbose: bool, timeout: float | None = None) -> Non
     caller: inside IPython, Beam would switch to its interactive mode (which needs pandas), and
     its workers write to file descriptor 2, which a notebook cell shows. Quiet: that goes to
     os.devnull. TensorFlow reads its log settings from the environment only (helpers.notebook).
-    The process and the workers it starts form a process group of their own, stopped as a
-    whole after ``timeout`` seconds.
+    It and the workers it starts are one process group, all stopped after ``timeout`` seconds.
     """
     env = {**os.environ, **{k: os.environ.get(k) or v for k, v in _QUIET_TF.items()}}
     stderr = None if verbose else subprocess.DEVNULL

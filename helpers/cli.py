@@ -74,35 +74,18 @@ def _parser() -> argparse.ArgumentParser:
     root_help = "the VOC2012 folder (default: $VOC_ROOT if set, else the embedded sample)"
     add("--voc-root", type=Path, metavar="DIR", help=root_help)
     add("--split", required=True, metavar="NAME", help="the split: train, val or trainval")
-    add(
-        "--out",
-        required=True,
-        type=Path,
-        metavar="PREFIX",
-        help="output prefix, e.g. data/voc-train",
-    )
+    add("--out", required=True, type=Path, metavar="PREFIX", help="output prefix: data/voc-train")
     shards = _int_at_least(1, "a positive integer")
-    add(
-        "--num-shards",
-        "--shards",
-        dest="num_shards",
-        type=shards,
-        default=1,
-        metavar="N",
-        help="how many shard files to write (default 1)",
-    )
+    add("--num-shards", "--shards", dest="num_shards", type=shards, default=1, metavar="N",
+        help="how many shard files to write (default 1)")  # fmt: skip
     add(
         "--encoding",
         choices=("raw", "encoded"),
         default="raw",
         help="raw: uint8 pixel bytes; encoded: the original JPEG and a PNG mask (default raw)",
     )
-    add(
-        "--compression",
-        type=_compression,
-        metavar="GZIP|ZLIB|NONE",
-        help="compress the shards as TensorFlow does (default NONE)",
-    )
+    add("--compression", type=_compression, metavar="GZIP|ZLIB|NONE",
+        help="compress the shards as TensorFlow does (default NONE)")  # fmt: skip
     add(
         "--task",
         choices=("segmentation", "detection"),
@@ -116,12 +99,8 @@ def _parser() -> argparse.ArgumentParser:
         metavar="N",
         help="write the records in a uniform random order fixed by N (default: the split's order)",
     )
-    add(
-        "--engine",
-        choices=("local", "beam"),
-        default="local",
-        help="local: this process; beam: an Apache Beam pipeline (default local)",
-    )
+    add("--engine", choices=("local", "beam"), default="local",
+        help="local: this process; beam: an Apache Beam pipeline (default local)")  # fmt: skip
     add(
         "--beam-option",
         action="append",
@@ -129,12 +108,6 @@ def _parser() -> argparse.ArgumentParser:
         metavar="OPTION",
         help="with --engine beam: passed to Beam's pipeline options, e.g. "
         "--beam-option=--runner=FlinkRunner (repeatable)",
-    )
-    add(
-        "--beam-timeout",
-        type=_int_at_least(1, "a positive number of seconds"),
-        metavar="SECONDS",
-        help="with --engine beam: stop the pipeline after SECONDS (default 3600)",
     )
     add("--verbose", action="store_true", help="with --engine beam: show Beam's own logging")
     add("--overwrite", action="store_true", help="replace output shards that already exist")
@@ -254,10 +227,10 @@ def _convert_voc(args: argparse.Namespace) -> int:
         return 1
     from helpers import voc, voc_records
 
-    if args.engine == "local" and (args.beam_option or args.verbose or args.beam_timeout):
-        _complain("convert-voc: --beam-option, --beam-timeout and --verbose need --engine beam")
+    if args.engine == "local" and (args.beam_option or args.verbose):
+        _complain("convert-voc: --beam-option and --verbose need --engine beam")
         return 2
-    if args.engine == "local":  # Beam's workers import TensorFlow, quietly, themselves
+    if args.engine == "local":  # Beam's workers import TensorFlow (quietly) themselves
         from helpers.notebook import prepare_tensorflow
 
         prepare_tensorflow(deterministic_ops=False)  # quiet, before TensorFlow is imported
@@ -270,7 +243,7 @@ def _convert_voc(args: argparse.Namespace) -> int:
 
             paths = beam.convert_split(
                 root, args.split, args.out, beam_options=args.beam_option, verbose=args.verbose,
-                timeout=args.beam_timeout or 3600, **common,
+                **common,
             )  # fmt: skip
         else:
             paths = voc_records.convert_split(

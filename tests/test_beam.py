@@ -200,10 +200,3 @@ def test_a_pipeline_over_its_time_limit_is_stopped_with_its_workers(tmp_path, mo
     with pytest.raises(TimeoutError, match=r"the Beam pipeline did not finish within 1 s"):
         beam._run_in_child({}, verbose=False, timeout=1)
     assert not running(int(pid_file.read_text()))
-
-
-def test_the_command_line_names_the_time_limit_and_refuses_it_without_beam(tmp_path, capsys):
-    argv = ["convert-voc", "--split", "val", "--out", str(tmp_path / "x"), "--beam-timeout", "5"]
-    assert cli(argv) == 2
-    assert "--beam-timeout" in capsys.readouterr().err
-    assert list(tmp_path.iterdir()) == []
