@@ -1,5 +1,6 @@
 """helpers.voc_records: the two schemas, one pair as an Example, whole splits, reading back."""
 
+import io
 import os
 import re
 import subprocess
@@ -533,3 +534,53 @@ def test_a_record_of_neither_schema_names_file_record_and_keys(voc_root, tmp_pat
         "encoded": str(sorted(ENCODED_KEYS)),
     }[encoding]
     assert f"keys found {found}, expected {expected}; it matches neither schema" in error.reason
+
+
+# --------------------------------------------------------------------------- boundaries
+
+
+def test_summarize_reads_compressed_shards_with_their_compression(voc_root, tmp_path):
+    paths = convert_split(
+        voc_root, "trainval", tmp_path / "tv", 2, compression="GZIP", progress=False
+    )
+    summary = summarize(paths, "GZIP")
+    assert (summary.files, summary.records) == (2, 5)
+    with pytest.raises(RecordError, match="starts like GZIP"):
+        summarize(paths)
+
+
+def test_a_raw_record_of_zero_rows_reads_as_an_empty_pair(tmp_path):
+    path = file_with(tmp_path, raw_features(height=0, image=b"", mask=b""), good_first=False)
+    ((name, image, mask),) = read_pairs([path])
+    assert (name, image.shape, mask.shape) == ("bad.jpg", (0, 3, 3), (0, 3))
+
+
+def test_a_grayscale_jpeg_reads_back_as_three_channels(voc_root, tmp_path):
+    gray = make_pair(24, 32, 0)[0][..., 1]
+    Image.fromarray(gray).save(voc.image_path(voc_root, "img_a"), quality=90)  # an "L" JPEG
+    paths = convert_split(voc_root, "train", tmp_path / "gray", 1, "encoded", progress=False)
+    image, mask = pairs_by_name(paths, "encoded")["img_a.jpg"]
+    assert image.shape == (24, 32, 3)
+    np.testing.assert_array_equal(image, voc.load_image(voc_root, "img_a"))
+    np.testing.assert_array_equal(mask, voc.load_mask(voc_root, "img_a"))
+
+
+def test_an_encoded_image_or_mask_alone_of_another_size_is_refused(voc_root, tmp_path):
+    path = tmp_path / "sizes.tfrecord"
+    example = voc_example(voc_root, "img_a", "encoded")  # 24 x 32
+    png = io.BytesIO()
+    Image.fromarray(np.zeros((24, 31), np.uint8)).save(png, format="PNG")
+    example.features.feature["image/segmentation/class/encoded"].bytes_list.value[0] = (
+        png.getvalue()
+    )
+    write_records(path, [serialized(example)])
+    expect_error(
+        path, r"img_a.jpg: image \(24, 32, 3\), mask \(24, 31\), sizes \(24, 32\)", "encoded"
+    )
+    example = voc_example(voc_root, "img_a", "encoded")
+    other = voc.image_path(voc_root, "img_b").read_bytes()  # 17 x 9
+    example.features.feature["image/encoded"].bytes_list.value[0] = other
+    write_records(path, [serialized(example)], overwrite=True)
+    expect_error(
+        path, r"img_a.jpg: image \(17, 9, 3\), mask \(24, 32\), sizes \(24, 32\)", "encoded"
+    )
