@@ -190,3 +190,14 @@ def test_no_sys_path_hacks(notebook):
             assert "sys.path" not in cell.source, (
                 f"{path.name}: import helpers because it is installed"
             )
+
+
+def test_every_cell_whose_output_is_not_compared_says_why(notebook):
+    """A cell tagged nbval-ignore-output opens with a comment giving the reason (timings...)."""
+    path, nb = notebook
+    for number, cell in enumerate(nb.cells):
+        if cell.cell_type == "code" and "nbval-ignore-output" in tags(cell):
+            assert cell.source.startswith("# Not compared: "), (
+                f"{path.name} cell {number}: say why the output is not compared, in a first "
+                "line '# Not compared: <reason>'"
+            )
