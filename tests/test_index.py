@@ -1,6 +1,9 @@
 """helpers.index: record boundaries, random access with CRC checks, refusal of compressed files."""
 
+import gc
+import os
 import re
+import sys
 
 import numpy as np
 import pytest
@@ -139,3 +142,28 @@ def test_a_closed_reader_refuses_to_read(tfrecord):
     with pytest.raises(ValueError, match="closed RecordReader"):
         reader.read(0)
     reader.close()  # closing twice is harmless
+
+
+def open_on(fd, path):
+    """Whether descriptor ``fd`` is open on ``path`` (a closed number may be reused by another)."""
+    try:
+        return os.path.samestat(os.fstat(fd), os.stat(path))
+    except OSError:
+        return False
+
+
+def test_a_reader_dropped_without_close_closes_its_files(tfrecord, tmp_path, monkeypatch):
+    unraisable = []  # exceptions in __del__ are printed and swallowed: collect them instead
+    monkeypatch.setattr(sys, "unraisablehook", unraisable.append)
+    reader = RecordReader(tfrecord)
+    (fd,) = reader._fds
+    assert open_on(fd, tfrecord)
+    del reader
+    gc.collect()
+    assert not open_on(fd, tfrecord), "a dropped RecordReader kept its file open"
+    compressed = tmp_path / "data.tfrecord.gz"
+    write_records(compressed, PAYLOADS, compression="GZIP")
+    with pytest.raises(ValueError, match="cannot be indexed"):
+        RecordReader(compressed)  # fails before it opens anything; nothing to close later
+    gc.collect()
+    assert unraisable == []

@@ -436,6 +436,18 @@ def test_an_error_half_way_keeps_the_previous_files_when_overwriting(tmp_path):
     assert sorted(os.listdir(tmp_path)) == sorted(p.name for p in paths)
 
 
+def test_a_shard_that_cannot_be_renamed_into_place_reports_that_and_leaves_no_temp_file(
+    tmp_path,
+):
+    """Shard 0 is renamed into place before shard 1's rename fails (its name is a folder):
+    the error is that rename's, not one from cleaning up shard 0's temp file, now gone."""
+    paths = _shard_paths(tmp_path / "train", 2)
+    paths[1].mkdir()
+    with pytest.raises(IsADirectoryError, match="train-00001-of-00002"):
+        write_sharded(tmp_path / "train", [b"a", b"b", b"c"], 2, overwrite=True)
+    assert not [p.name for p in tmp_path.iterdir() if p.name.endswith(".tmp")]
+
+
 def test_detect_compression(tmp_path):
     plain, _, _ = write_three(tmp_path)
     zipped = tmp_path / "z.tfrecord.gz"
