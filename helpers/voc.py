@@ -12,6 +12,7 @@ from __future__ import annotations
 import importlib.resources
 import os
 import re
+import warnings
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass
 from pathlib import Path
@@ -131,10 +132,14 @@ def read_split(root: _PathLike, split: str, folder: str = "Segmentation") -> lis
 
 
 def _open(path: Path, what: str, image_id: str) -> Image.Image:
-    """Open and fully decode an image file; VOCError naming the id and the file if it fails."""
+    """Fully decode an image file; VOCError naming the id and file if it fails or is a bomb."""
     try:
-        image = Image.open(path)
+        with warnings.catch_warnings():  # over Image.MAX_IMAGE_PIXELS: refused, not decoded
+            warnings.simplefilter("error", Image.DecompressionBombWarning)
+            image = Image.open(path)
         image.load()  # decodes every pixel: a truncated or corrupt file fails here
+    except (Image.DecompressionBombWarning, Image.DecompressionBombError) as error:
+        raise VOCError(f"{what} of image id {image_id!r} is too large: {path} ({error})") from None
     except FileNotFoundError:
         raise _MissingFile(f"{what} of image id {image_id!r} not found: {path}") from None
     except (UnidentifiedImageError, SyntaxError, OSError) as error:  # errno None: a bad file

@@ -337,6 +337,32 @@ def test_convert_voc_names_a_broken_jpeg_and_leaves_nothing(tmp_path, capsys, mo
     assert list(out_dir.iterdir()) == []
 
 
+def claim_size(jpeg: bytes, width: int, height: int) -> bytes:
+    """The same JPEG with its frame header (SOF0 or SOF2) claiming another size."""
+    start = next(i for i in range(len(jpeg) - 1) if jpeg[i] == 0xFF and jpeg[i + 1] in (0xC0, 0xC2))
+    sizes = height.to_bytes(2, "big") + width.to_bytes(2, "big")
+    return jpeg[: start + 5] + sizes + jpeg[start + 9 :]
+
+
+@pytest.mark.parametrize(
+    "mode", [["--encoding", "raw"], ["--encoding", "encoded"], ["--task", "detection"]]
+)
+def test_convert_voc_refuses_a_decompression_bomb_in_one_line(tmp_path, capsys, mode):
+    """A small JPEG whose header claims 30000 x 30000 pixels: named, not decoded, exit 1."""
+    root = copy_sample(tmp_path)
+    split = "Main" if "detection" in mode else "Segmentation"
+    image_id = (root / "ImageSets" / split / "val.txt").read_text().split()[0]
+    jpeg = root / "JPEGImages" / f"{image_id}.jpg"
+    jpeg.write_bytes(claim_size(jpeg.read_bytes(), 30000, 30000))
+    out_dir = tmp_path / "out"
+    argv = ["convert-voc", "--voc-root", str(root), "--split", "val", "--out", str(out_dir / "v")]
+    status, out, err = run(capsys, *argv, *mode, "--quiet")
+    assert status == 1 and out == "" and "Traceback" not in err
+    assert len(err.splitlines()) == 1 and f"'{image_id}' is too large" in err, err
+    assert f"{image_id}.jpg" in err and "900000000 pixels" in err
+    assert not out_dir.exists() or list(out_dir.iterdir()) == []  # no shard, no temporary file
+
+
 def written_filenames(paths) -> list[bytes]:
     """The ``filename`` feature of every record, shard by shard, in file order."""
     names = []
