@@ -99,6 +99,24 @@ def test_the_image_keys_hold_the_jpeg_file_unchanged_and_its_sha256(records):
 
 
 def test_every_box_class_and_flag_is_what_the_xml_says(records):
+    assert_boxes_are_what_the_xml_says(records)
+
+
+def test_detection_example_itself_holds_what_the_xml_says():
+    """The same checks on the function's Examples, in this process (the command line above runs
+    in a subprocess, where mutation testing cannot see which function a test relies on)."""
+    parsed = {}
+    for image_id in IDS:
+        serialized = detection_example(SAMPLE, image_id).SerializeToString()
+        values = tf.io.parse_single_example(serialized, od_api_spec())
+        values = {k: tf.sparse.to_dense(v) if isinstance(v, tf.SparseTensor) else v
+                  for k, v in values.items()}  # fmt: skip
+        parsed[image_id] = {k: v.numpy() for k, v in values.items()}
+        assert parsed[image_id]["image/format"] == b"jpeg"
+    assert_boxes_are_what_the_xml_says(parsed)
+
+
+def assert_boxes_are_what_the_xml_says(records):
     checked = 0
     for image_id, values in records.items():
         width, height, objects = xml_objects(image_id)
@@ -117,6 +135,7 @@ def test_every_box_class_and_flag_is_what_the_xml_says(records):
                 assert values[f"image/object/bbox/{corner}"][i] == expected, (image_id, corner)
             checked += 1
     assert checked == sum(len(xml_objects(i)[2]) for i in IDS) >= 9
+    assert any(w != h for w, h, _ in map(xml_objects, IDS)), "x and y need different sizes"
 
 
 def test_the_writer_and_the_payload_of_the_converter_agree(records):
@@ -185,6 +204,16 @@ def test_lists_of_different_lengths_are_refused():
     del example.features.feature["image/object/bbox/ymax"].float_list.value[-1]
     with pytest.raises(tf.errors.InvalidArgumentError, match="image/object/bbox/ymax has another"):
         parse_detection(example.SerializeToString())
+
+
+def test_difficult_and_truncated_flags_are_true_exactly_where_they_are_1():
+    """The sample has no difficult object: set the flags of two_horses' two horses by hand."""
+    example = detection_example(SAMPLE, "two_horses")
+    for key, flags in (("difficult", [1, 0]), ("truncated", [0, 1])):
+        example.features.feature[f"image/object/{key}"].int64_list.value[:] = flags
+    parsed = parse_detection(example.SerializeToString())
+    assert parsed["difficult"].numpy().tolist() == [True, False]
+    assert parsed["truncated"].numpy().tolist() == [False, True]
 
 
 # ---------------------------------------------------------------------------
