@@ -13,6 +13,7 @@ from PIL import Image
 
 from helpers import voc, voc_records
 from helpers.records import RecordError, _shard_paths, iter_records, verify, write_records
+from helpers.shuffle import permutation
 from helpers.voc_records import convert_split, feature_spec, read_pairs, summarize, voc_example
 
 tf = require("tensorflow")
@@ -584,3 +585,31 @@ def test_an_encoded_image_or_mask_alone_of_another_size_is_refused(voc_root, tmp
     expect_error(
         path, r"img_a.jpg: image \(17, 9, 3\), mask \(24, 32\), sizes \(24, 32\)", "encoded"
     )
+
+
+def test_split_order_reads_the_split_file_of_the_task_and_shuffles_it_by_seed():
+    root = voc.sample_root()
+    segmentation = voc.read_split(root, "trainval")
+    detection = voc.read_split(root, "trainval", folder="Main")
+    assert segmentation != detection
+    assert voc_records.split_order(root, "trainval") == segmentation
+    assert voc_records.split_order(root, "trainval", "detection") == detection
+    shuffled = voc_records.split_order(root, "trainval", "detection", shuffle_seed=8)
+    assert shuffled == [detection[i] for i in permutation(len(detection), 8)] != detection
+    message = r"^task must be 'segmentation' or 'detection', got 'boxes'$"
+    with pytest.raises(ValueError, match=message):
+        voc_records.split_order(root, "trainval", "boxes")
+
+
+def test_convert_split_makes_missing_folders_and_shows_progress_by_default(
+    voc_root, tmp_path, capsys
+):
+    paths = convert_split(voc_root, "val", tmp_path / "a" / "b" / "val")
+    assert [verify(p) for p in paths] == [2]
+    assert "val (raw)" in capsys.readouterr().err
+
+
+def test_convert_split_refuses_zero_shards_before_making_any_folder(voc_root, tmp_path):
+    with pytest.raises(ValueError, match="num_shards must be at least 1, got 0"):
+        convert_split(voc_root, "val", tmp_path / "out" / "val", num_shards=0, progress=False)
+    assert not (tmp_path / "out").exists()
