@@ -606,10 +606,40 @@ def test_convert_split_makes_missing_folders_and_shows_progress_by_default(
 ):
     paths = convert_split(voc_root, "val", tmp_path / "a" / "b" / "val")
     assert [verify(p) for p in paths] == [2]
-    assert "val (raw)" in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert "val (raw)" in err and "image/s" in err  # counted in images, not tqdm's "it"
 
 
-def test_convert_split_refuses_zero_shards_before_making_any_folder(voc_root, tmp_path):
-    with pytest.raises(ValueError, match="num_shards must be at least 1, got 0"):
-        convert_split(voc_root, "val", tmp_path / "out" / "val", num_shards=0, progress=False)
+@pytest.mark.parametrize(
+    "arguments, message",
+    [
+        ({"num_shards": 0}, "num_shards must be at least 1, got 0"),
+        ({"encoding": "png"}, "encoding must be 'raw' or 'encoded', got 'png'"),
+        ({"task": "boxes"}, "task must be 'segmentation' or 'detection', got 'boxes'"),
+    ],
+)
+def test_convert_split_refuses_bad_arguments_before_making_any_folder(
+    voc_root, tmp_path, arguments, message
+):
+    with pytest.raises(ValueError, match=message):
+        convert_split(voc_root, "val", tmp_path / "out" / "val", progress=False, **arguments)
     assert not (tmp_path / "out").exists()
+
+
+def test_record_payload_is_by_default_the_raw_segmentation_example(voc_root):
+    assert voc_records.record_payload(voc_root, "img_a") == serialized(
+        voc_example(voc_root, "img_a")
+    )
+
+
+def test_convert_split_writes_the_seeded_order_of_split_order(voc_root, tmp_path):
+    order = voc_records.split_order(voc_root, "trainval", shuffle_seed=3)
+    assert order != SPLITS["train"] + SPLITS["val"]
+    paths = convert_split(voc_root, "trainval", tmp_path / "s", shuffle_seed=3, progress=False)
+    assert [name for name, _, _ in read_pairs(paths)] == [f"{i}.jpg" for i in order]
+
+
+def test_convert_split_of_boxes_says_detection_in_its_progress_bar(tmp_path, capsys):
+    paths = convert_split(voc.sample_root(), "trainval", tmp_path / "boxes", task="detection")
+    assert verify(paths[0]) == len(voc.read_split(voc.sample_root(), "trainval", folder="Main"))
+    assert "trainval (detection)" in capsys.readouterr().err
