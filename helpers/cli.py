@@ -78,37 +78,20 @@ def _parser() -> argparse.ArgumentParser:
     shards = _int_at_least(1, "a positive integer")
     add("--num-shards", "--shards", dest="num_shards", type=shards, default=1, metavar="N",
         help="how many shard files to write (default 1)")  # fmt: skip
-    add(
-        "--encoding",
-        choices=("raw", "encoded"),
-        default="raw",
-        help="raw: uint8 pixel bytes; encoded: the original JPEG and a PNG mask (default raw)",
-    )
+    add("--encoding", choices=("raw", "encoded"), default="raw",
+        help="raw: uint8 pixels; encoded: the JPEG and a PNG mask (default raw)")  # fmt: skip
     add("--compression", type=_compression, metavar="GZIP|ZLIB|NONE",
         help="compress the shards as TensorFlow does (default NONE)")  # fmt: skip
-    add(
-        "--task",
-        choices=("segmentation", "detection"),
-        default="segmentation",
+    add("--task", choices=("segmentation", "detection"), default="segmentation",
         help="segmentation: image/mask pairs (--encoding applies); detection: the JPEG and its "
-        "Annotations/ID.xml boxes with the Object Detection API's keys (default segmentation)",
-    )
-    add(
-        "--shuffle-seed",
-        type=_int_at_least(0, "a non-negative integer"),
-        metavar="N",
-        help="write the records in a uniform random order fixed by N (default: the split's order)",
-    )
+        "Annotations/ID.xml boxes, Object Detection API keys (default segmentation)")  # fmt: skip
+    add("--shuffle-seed", type=_int_at_least(0, "a non-negative integer"), metavar="N",
+        help="write in a uniform random order fixed by N (default: the split's)")  # fmt: skip
     add("--engine", choices=("local", "beam"), default="local",
         help="local: this process; beam: an Apache Beam pipeline (default local)")  # fmt: skip
-    add(
-        "--beam-option",
-        action="append",
-        default=[],
-        metavar="OPTION",
+    add("--beam-option", action="append", default=[], metavar="OPTION",
         help="with --engine beam: passed to Beam's pipeline options, e.g. "
-        "--beam-option=--runner=FlinkRunner (repeatable)",
-    )
+        "--beam-option=--runner=FlinkRunner (repeatable)")  # fmt: skip
     add("--verbose", action="store_true", help="with --engine beam: show Beam's own logging")
     add("--overwrite", action="store_true", help="replace output shards that already exist")
     add("--quiet", action="store_true", help="no progress bar")
@@ -165,10 +148,8 @@ def _each_file(args: argparse.Namespace, work) -> int:
     for path in args.files:
         compression = None
         try:
-            if args.compression is _DETECT:
-                compression = detect_compression(path)
-            else:
-                compression = args.compression
+            asked = args.compression
+            compression = detect_compression(path) if asked is _DETECT else asked
             failed += work(path, compression) is False
         except RecordError as error:
             uncompressed = " of the uncompressed stream" if compression else ""
@@ -187,11 +168,8 @@ def _verify(args: argparse.Namespace) -> int:
     from helpers.records import verify
 
     def check(path: Path, compression: str | None) -> None:
-        count = verify(path, compression)
-        _say(
-            f"{path}: ok, {count:,} record{'' if count == 1 else 's'}"
-            + (f", {compression}" if compression else "")
-        )
+        count, how = verify(path, compression), f", {compression}" if compression else ""
+        _say(f"{path}: ok, {count:,} record{'' if count == 1 else 's'}{how}")
 
     failed = _each_file(args, check)
     if len(args.files) > 1:

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from helpers import records
 from helpers.records import RecordError, check_header, check_payload, detect_compression
 
 _HEADER_SIZE, _FRAME_SIZE = 12, 16  # header; header + 4-byte footer
@@ -31,7 +32,8 @@ def build_index(path: str | os.PathLike) -> np.ndarray:
 
     Raises:
         ValueError: if the file is GZIP- or ZLIB-compressed (it cannot be indexed).
-        RecordError: for a damaged or cut header, or a record running past the end.
+        RecordError: for a damaged or cut header, a record running past the end or over
+            256 MiB (``helpers.records._MAX_RECORD_BYTES``: a read holds it whole).
         FileNotFoundError: if the file does not exist.
     """
     path = Path(path)
@@ -43,10 +45,10 @@ def build_index(path: str | os.PathLike) -> np.ndarray:
             f"(iter_records(path, {compression!r})) and index that."
         )
     size = path.stat().st_size
-    starts, offset = [], 0
+    starts, offset, limit = [], 0, records._MAX_RECORD_BYTES
     with open(path, "rb", buffering=1 << 16) as stream:
         while offset < size:
-            length = check_header(stream.read(_HEADER_SIZE), path, len(starts), offset)
+            length = check_header(stream.read(_HEADER_SIZE), path, len(starts), offset, limit)
             if offset + _FRAME_SIZE + length > size:
                 reason = f"record of {length} payload bytes runs past the end of the file"
                 raise RecordError(path, len(starts), offset, f"{reason} ({size} bytes)")

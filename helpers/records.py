@@ -44,7 +44,9 @@ _GZIP_MAGIC = b"\x1f\x8b"
 _WBITS = {"GZIP": 31, "ZLIB": 15}
 _SUFFIX = {None: ".tfrecord", "GZIP": ".tfrecord.gz", "ZLIB": ".tfrecord.zz"}
 _BUFFER = 1 << 20
-_MAX_READ = 1 << 26  # a damaged length in a compressed stream cannot make one huge read
+# The most bytes of one record a reader holds (256 MiB; iter_records' max_record_bytes
+# changes it): a crafted length allocates no more. verify() holds no record at all.
+_MAX_RECORD_BYTES = 1 << 28
 
 
 class RecordError(ValueError):
@@ -68,15 +70,21 @@ def masked_crc32c(data: bytes) -> int:
 
     Notebook 06 ("Take one record apart") writes the formula out.
     """
-    crc = google_crc32c.value(bytes(data))
+    return _mask(google_crc32c.value(bytes(data)))
+
+
+def _mask(crc: int) -> int:
     return (((crc >> 15) | (crc << 17)) + _MASK_DELTA) & 0xFFFFFFFF
 
 
-def check_header(header: bytes, path: str | os.PathLike, index: int, offset: int) -> int:
+def check_header(
+    header: bytes, path: str | os.PathLike, index: int, offset: int, limit: int | None = None
+) -> int:
     """Check one 12-byte record header; return the payload length it announces.
 
     Raises:
-        RecordError: if the header is cut short or its length CRC does not match.
+        RecordError: if the header is cut short, its length CRC does not match, or the length
+            is over ``limit`` (bytes a reader would hold; ``None``: no limit).
     """
     if len(header) < _HEADER_SIZE:
         hint = " (or this is not a TFRecord file)" if index == 0 else ""
@@ -90,6 +98,9 @@ def check_header(header: bytes, path: str | os.PathLike, index: int, offset: int
         elif index == 0:
             reason = "this is not a TFRecord file (or its first header is damaged)"
         raise RecordError(path, index, offset, f"length CRC mismatch: {reason}")
+    if limit is not None and length > limit:
+        reason = f"the record claims {length:,} bytes, more than max_record_bytes={limit:,}"
+        raise RecordError(path, index, offset, f"{reason} (verify checks it without holding it)")
     return length
 
 
@@ -102,17 +113,26 @@ def check_payload(
         RecordError: if ``body`` is shorter than ``length + 4`` bytes (the file ends
             inside the record) or the payload CRC does not match.
     """
-    if len(body) < length:
-        reason = f"file ends inside the payload ({len(body)} of {length} bytes)"
-        raise RecordError(path, index, offset, reason)
-    if len(body) < length + _FOOTER_SIZE:
-        reason = f"file ends inside the payload CRC ({len(body) - length} of 4 bytes)"
-        raise RecordError(path, index, offset, reason)
+    _check_complete(len(body), length, path, index, offset)
     payload = body[:length]
-    if masked_crc32c(payload) != _CRC.unpack_from(body, length)[0]:
+    _check_crc(masked_crc32c(payload), body[length:], path, index, offset)
+    return payload
+
+
+def _check_complete(size: int, length: int, path, index: int, offset: int) -> None:
+    """RecordError unless ``size`` bytes after a header cover its ``length`` and the CRC."""
+    if size < length:
+        reason = f"file ends inside the payload ({size} of {length} bytes)"
+        raise RecordError(path, index, offset, reason)
+    if size < length + _FOOTER_SIZE:
+        reason = f"file ends inside the payload CRC ({size - length} of 4 bytes)"
+        raise RecordError(path, index, offset, reason)
+
+
+def _check_crc(masked: int, footer: bytes, path, index: int, offset: int) -> None:
+    if masked != _CRC.unpack_from(footer)[0]:
         reason = "payload CRC mismatch: the record's bytes were changed"
         raise RecordError(path, index, offset, reason)
-    return payload
 
 
 def _create_temp(path: Path) -> tuple[io.BufferedWriter, str]:
@@ -162,21 +182,14 @@ class _AtomicRecordFile:
 
 def _remove_stale_temps(paths: list[Path]) -> None:
     """Delete the temporary files that a killed earlier write of ``paths`` left, and say so."""
-    stale = [
-        t
-        for p in paths
-        if p.parent.is_dir()
-        for t in p.parent.glob(f".{glob.escape(p.name)}.*.tmp")
-    ]
+    stale = [t for p in paths if p.parent.is_dir()
+             for t in p.parent.glob(f".{glob.escape(p.name)}.*.tmp")]  # fmt: skip
     for temp in stale:
         temp.unlink(missing_ok=True)
     if stale:
         names = ", ".join(t.name for t in stale)
-        warnings.warn(
-            f"removed {len(stale)} temporary file(s) left by an unfinished earlier write "
-            f"in {stale[0].parent}: {names}",
-            stacklevel=5,
-        )
+        message = f"removed {len(stale)} temporary file(s) left by an unfinished earlier write"
+        warnings.warn(f"{message} in {stale[0].parent}: {names}", stacklevel=5)
 
 
 def _check_targets(paths: list[Path], overwrite: bool) -> None:
@@ -203,8 +216,7 @@ def _write_all(
         files.extend(_AtomicRecordFile(path, compression) for path in paths)
         for number, payload in enumerate(payloads):
             if not isinstance(payload, (bytes, bytearray, memoryview)):
-                kind = type(payload).__name__
-                target = paths[number % len(paths)]
+                kind, target = type(payload).__name__, paths[number % len(paths)]
                 raise TypeError(f"record {number} for {target} is {kind}, expected bytes")
             files[number % len(files)].write(bytes(payload))
         for file in files:
@@ -301,27 +313,29 @@ class _Inflater(io.RawIOBase):
         super().close()
 
 
-def _read(stream: io.BufferedReader, size: int) -> bytes:
-    """Read ``size`` bytes (fewer only at the end), never asking for more than 64 MiB at once."""
-    if size <= _MAX_READ:
-        return stream.read(size)
-    parts = []
-    while size > 0 and (part := stream.read(min(size, _MAX_READ))):
-        parts.append(part)
-        size -= len(part)
-    return b"".join(parts)
+def _streamed(stream, length: int, path: Path, index: int, offset: int) -> None:
+    """:func:`check_payload` for a payload read piece by piece, never held whole."""
+    crc, size = google_crc32c.value(b""), 0
+    while size < length and (piece := stream.read(min(length - size, _BUFFER))):
+        crc, size = google_crc32c.extend(crc, piece), size + len(piece)
+    footer = stream.read(_FOOTER_SIZE) if size == length else b""
+    _check_complete(size + len(footer), length, path, index, offset)
+    _check_crc(_mask(crc), footer, path, index, offset)
 
 
-def _records(path: Path, compression: str | None) -> Iterator[tuple[int, bytes]]:
-    """Yield ``(offset, payload)`` for every checked record: the engine of :func:`iter_records`."""
+def _records(path: Path, compression: str | None, limit: int | None) -> Iterator[tuple]:
+    """``(offset, payload)`` of every checked record; ``limit=None`` (verify): payloads not held."""
     index = offset = 0
     raw = _Inflater(path, compression) if compression else open(path, "rb", buffering=0)
     try:
         with io.BufferedReader(raw, _BUFFER) as stream:
             while header := stream.read(_HEADER_SIZE):
-                length = check_header(header, path, index, offset)
-                body = _read(stream, length + _FOOTER_SIZE)
-                yield offset, check_payload(body, length, path, index, offset)
+                length = check_header(header, path, index, offset, limit)
+                where = path, index, offset
+                if limit is None:  # verify: nothing held
+                    yield offset, _streamed(stream, length, *where)
+                else:
+                    yield offset, check_payload(stream.read(length + _FOOTER_SIZE), length, *where)
                 index, offset = index + 1, offset + _HEADER_SIZE + length + _FOOTER_SIZE
     except (zlib.error, EOFError) as error:
         reason = f"{compression} stream is damaged or not {compression} ({error})"
@@ -329,7 +343,10 @@ def _records(path: Path, compression: str | None) -> Iterator[tuple[int, bytes]]
 
 
 def iter_records(
-    path: str | os.PathLike, compression: str | None = None, offsets: bool = False
+    path: str | os.PathLike,
+    compression: str | None = None,
+    offsets: bool = False,
+    max_record_bytes: int | None = None,
 ) -> Iterator[bytes] | Iterator[tuple[int, bytes]]:
     """Yield the payload of every record in a TFRecord file, checking both CRCs.
 
@@ -339,24 +356,29 @@ def iter_records(
     faster on 590 KB records, but TensorFlow wins on 1 KB ones (this is 0.5-0.6x plain,
     0.75x compressed): the per-record cost of Python shows there. With
     ``offsets=True`` yield ``(offset, payload)``, where ``offset`` is the byte at which
-    the record's header starts in the (uncompressed) stream (notebook 06).
+    the record's header starts in the (uncompressed) stream (notebook 06). A record over
+    ``max_record_bytes`` (default 256 MiB) is refused before it is read.
 
     Raises:
-        RecordError: at the first damaged record (records before it are yielded).
+        RecordError: at the first damaged or too long record (records before it are yielded).
         ValueError: for an unknown ``compression``. FileNotFoundError: no such file.
     """
-    records = _records(Path(path), check_compression(compression))
+    limit = _MAX_RECORD_BYTES if max_record_bytes is None else max_record_bytes
+    limit = check_int(limit, "max_record_bytes", minimum=0)
+    records = _records(Path(path), check_compression(compression), limit)
     return records if offsets else (payload for _, payload in records)
 
 
 def verify(path: str | os.PathLike, compression: str | None = None) -> int:
     """Check every record of a TFRecord file; return how many there are.
 
+    Payloads are checked as they stream by: memory stays small whatever their size.
+
     Raises:
         RecordError: at the first damaged record, naming the file, index and byte offset.
         ValueError, FileNotFoundError: as :func:`iter_records`.
     """
-    return sum(1 for _ in iter_records(path, compression))
+    return sum(1 for _ in _records(Path(path), check_compression(compression), None))
 
 
 def detect_compression(path: str | os.PathLike) -> str | None:

@@ -155,7 +155,7 @@ def test_the_command_line_passes_beam_options_and_names_a_bad_one(tmp_path, caps
 def test_shards_without_records_are_empty_files_as_on_the_local_engine(tmp_path, monkeypatch):
     """More shards than ids; the pipeline's steps run here in order (no Beam start-up)."""
 
-    def in_this_process(job, verbose):
+    def in_this_process(job, verbose, timeout):
         args = job["root"], job["task"], job["encoding"], len(job["temps"])
         keyed = [beam._keyed_payload(item, *args) for item in enumerate(job["ids"])]
         for shard in sorted({k for k, _ in keyed}):

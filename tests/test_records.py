@@ -48,11 +48,10 @@ MIXED_SIZES = [0, 1, 10, 200, 3, 1000, 5000, 7, 64, 2048, 0, 90, 4096, 33]
 
 @pytest.fixture(params=["default buffers", "small buffers"])
 def buffers(request, monkeypatch):
-    """Run a test with the real buffer sizes, and with tiny ones that force every
-    record to straddle chunk boundaries and take the large-payload path."""
+    """Run a test with the real buffer size, and with a tiny one that makes every record
+    straddle chunk boundaries (verify's payloads stream through the CRC in 64-byte pieces)."""
     if request.param == "small buffers":
         monkeypatch.setattr(records, "_BUFFER", 64)
-        monkeypatch.setattr(records, "_MAX_READ", 1000)
     return request.param
 
 
@@ -326,7 +325,7 @@ def huge_length_header(length):
 
 
 @pytest.mark.parametrize("compression", COMPRESSIONS)
-def test_an_absurd_length_with_a_valid_crc_is_a_truncation_not_a_memory_error(
+def test_an_absurd_length_with_a_valid_crc_is_refused_by_readers_and_a_truncation_to_verify(
     tmp_path, compression
 ):
     path, payloads, offsets = write_three(tmp_path)
@@ -334,8 +333,65 @@ def test_an_absurd_length_with_a_valid_crc_is_a_truncation_not_a_memory_error(
     path.write_bytes(compress(data, compression))
     got, error = read_until_error(path, compression)
     assert got == payloads
-    assert (error.index, error.offset) == (3, offsets[2] + HEADER_SIZE + 50 + FOOTER_SIZE)
-    assert error.reason == f"file ends inside the payload (16 of {2**60} bytes)"
+    where = (3, offsets[2] + HEADER_SIZE + 50 + FOOTER_SIZE)
+    assert (error.index, error.offset) == where
+    assert error.reason == (
+        f"the record claims {2**60:,} bytes, more than max_record_bytes=268,435,456 "
+        "(verify checks it without holding it)"
+    )
+    with pytest.raises(RecordError) as caught:
+        verify(path, compression)
+    assert (caught.value.index, caught.value.offset) == where
+    assert caught.value.reason == f"file ends inside the payload (16 of {2**60} bytes)"
+
+
+def test_a_record_over_the_limit_is_refused_naming_it_and_verify_still_checks_it(tmp_path):
+    path, payloads, offsets = write_three(tmp_path)
+    reading = iter_records(path, max_record_bytes=299)
+    assert next(reading) == payloads[0]
+    with pytest.raises(RecordError) as caught:
+        next(reading)
+    assert (caught.value.path, caught.value.index, caught.value.offset) == (str(path), 1, 56)
+    assert "claims 300 bytes, more than max_record_bytes=299" in str(caught.value)
+    assert list(iter_records(path, max_record_bytes=300)) == payloads
+    assert verify(path) == 3
+    with pytest.raises(ValueError, match="max_record_bytes"):
+        list(iter_records(path, max_record_bytes=-1))
+
+
+def test_verify_checks_a_huge_gzip_record_in_little_memory(tmp_path):
+    """One valid record of 128 MiB of zeros, GZIP: under 1 MB on disk, never held in memory."""
+    import google_crc32c
+
+    size, piece = 1 << 27, bytes(1 << 20)
+    crc = google_crc32c.value(b"")
+    for _ in range(size // len(piece)):
+        crc = google_crc32c.extend(crc, piece)
+    masked = (((crc >> 15) | (crc << 17)) + 0xA282EAD8) & 0xFFFFFFFF
+    deflate = zlib.compressobj(6, zlib.DEFLATED, 31, 9)
+    path = tmp_path / "zeros.tfrecord.gz"
+    with open(path, "wb") as out:
+        out.write(deflate.compress(huge_length_header(size)))
+        for _ in range(size // len(piece)):
+            out.write(deflate.compress(piece))
+        out.write(deflate.compress(struct.pack("<I", masked)) + deflate.flush())
+    assert path.stat().st_size < 1 << 20
+    code = (  # VmHWM: this process's peak resident memory (ru_maxrss would include pytest's)
+        "import re, sys\n"
+        "from helpers.records import verify\n"
+        "count = verify(sys.argv[1], 'GZIP')\n"
+        "status = open('/proc/self/status').read()\n"
+        "print(count, int(re.search(r'VmHWM:\\s+(\\d+) kB', status)[1]) // 1024)\n"
+    )
+    import subprocess
+    import sys
+
+    done = subprocess.run([sys.executable, "-c", code, str(path)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    count, peak_mib = map(int, done.stdout.split())
+    assert count == 1 and peak_mib < 100, f"verify peaked at {peak_mib} MiB"
+    with pytest.raises(RecordError, match="claims 134,217,728 bytes, more than max_record_bytes"):
+        next(iter_records(path, "GZIP", max_record_bytes=size - 1))
 
 
 def test_record_error_survives_pickling():
