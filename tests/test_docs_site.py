@@ -4,7 +4,8 @@ The site is built once for this module, by the README's `make docs` (into build/
 served over HTTP on localhost, and every page is opened in headless Chromium driven by
 Playwright: no console errors, every figure loads, every internal link and #anchor
 resolves, the API page lists every public helper, search finds a helper by name. A
-screenshot of every page goes to build/screenshots/ for review. The last test breaks a
+screenshot of every page goes to build/screenshots/ for review (whole pages too with
+FULL_SCREENSHOTS=1). The last test breaks a
 copy of the site (one figure deleted, one link and one anchor broken) and checks that the
 same check functions report exactly that.
 
@@ -32,6 +33,9 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 SCREENSHOTS = ROOT / "build" / "screenshots"
+# Whole-page screenshots too (.full.jpg), for a review of every page top to bottom: they
+# take about as long as everything else here, so only when asked (FULL_SCREENSHOTS=1).
+FULL_PAGES = os.environ.get("FULL_SCREENSHOTS") == "1"
 NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
 sys.path.insert(0, str(Path(__file__).parent))
 from test_helpers_design import MODULES, public_names  # noqa: E402  (the same public names)
@@ -139,9 +143,10 @@ def visit(browser, base: str, path: str, screenshot: Path | None = None) -> Page
     try:
         page.goto(base + path, wait_until="load")
         facts = page.evaluate(PAGE_FACTS)
-        if screenshot is not None:  # what a reader sees first, and the whole page
+        if screenshot is not None:  # what a reader sees first (and the whole page if asked)
             page.screenshot(path=f"{screenshot}.png")
-            page.screenshot(path=f"{screenshot}.full.jpg", full_page=True, quality=80)
+            if FULL_PAGES:
+                page.screenshot(path=f"{screenshot}.full.jpg", full_page=True, quality=80)
     finally:
         page.close()
     return Page(
@@ -266,7 +271,8 @@ def test_every_page_loads_its_figures_and_links_without_console_errors(checked):
     assert "index.html" in pages and "api.html" in pages and "search.html" in pages
     assert problems == []
     shots = {p.name for p in SCREENSHOTS.iterdir()}
-    assert {f"{shot_name(p)}{end}" for p in pages for end in (".full.jpg", ".png")} <= shots
+    ends = (".png", ".full.jpg") if FULL_PAGES else (".png",)
+    assert {f"{shot_name(p)}{end}" for p in pages for end in ends} <= shots
 
 
 def test_every_notebook_has_a_page_titled_by_its_h1_in_reading_order(checked):
