@@ -167,3 +167,25 @@ def test_a_reader_dropped_without_close_closes_its_files(tfrecord, tmp_path, mon
         RecordReader(compressed)  # fails before it opens anything; nothing to close later
     gc.collect()
     assert unraisable == []
+
+
+def test_read_many_takes_any_shape_of_record_numbers_and_none(tfrecord):
+    with RecordReader(tfrecord) as reader:
+        assert reader.read_many([]) == []
+        assert reader.read_many(np.int64(3)) == [PAYLOADS[3]]
+        assert reader.read_many(np.array([[9, 0], [3, 2]])) == [PAYLOADS[i] for i in (9, 0, 3, 2)]
+
+
+def test_a_bad_record_of_a_later_file_is_named_by_its_number_in_that_file(tmp_path):
+    first, second = tmp_path / "a.tfrecord", tmp_path / "b.tfrecord"
+    write_records(first, PAYLOADS[:3])
+    write_records(second, PAYLOADS[3:10])
+    offsets = expected_boundaries(PAYLOADS[3:10])
+    flip_byte(second, offsets[2] + 12)  # record 2 of b.tfrecord, number 5 of the reader
+    with RecordReader([first, second]) as reader, pytest.raises(RecordError) as caught:
+        reader.read(5)
+    assert (caught.value.path, caught.value.index, caught.value.offset) == (
+        str(second),
+        2,
+        offsets[2],
+    )
