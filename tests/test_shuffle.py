@@ -4,12 +4,14 @@ import itertools
 import struct
 import subprocess
 import sys
+import time
 from collections import Counter
 
 import numpy as np
 import pytest
 from scipy import stats
 
+from helpers import shuffle
 from helpers.records import write_records
 from helpers.shuffle import global_shuffle_dataset, permutation
 
@@ -165,3 +167,38 @@ def test_dataset_reports_a_damaged_record(tmp_path):
 def test_import_does_not_import_tensorflow():
     code = "import sys, helpers.shuffle; assert 'tensorflow' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+class NumberReader:
+    """Stands in for RecordReader: record i is b"<i>"; reading the slice that holds ``slow``
+    takes 0.3 s, so a map that did not keep the order would hand out later slices first."""
+
+    def __init__(self, size, slow=None):
+        self.size, self.slow = size, slow
+
+    def __call__(self, files):
+        return self
+
+    def __len__(self):
+        return self.size
+
+    def read_many(self, ids):
+        if self.slow is not None and self.slow in ids:
+            time.sleep(0.3)
+        return [str(i).encode() for i in ids]
+
+
+def test_parallel_reads_keep_the_order_when_an_earlier_slice_is_slower(monkeypatch):
+    expected = permutation(8, 4).tolist()
+    monkeypatch.setattr(shuffle, "RecordReader", NumberReader(8, slow=expected[0]))
+    dataset = global_shuffle_dataset("unused.tfrecord", 4, read_batch=1, parallel_reads=4)
+    assert [int(r) for r in dataset.as_numpy_iterator()] == expected
+
+
+def test_record_numbers_beyond_float32_precision_reach_the_reader_exactly(monkeypatch):
+    """Numbers over 2**24 are not exact in float32: the id pipeline must stay int64."""
+    big = [2**24 + 1, 3, 2**31 + 7]
+    monkeypatch.setattr(shuffle, "RecordReader", NumberReader(2**32))
+    monkeypatch.setattr(shuffle, "permutation", lambda n, seed, epoch=0: np.array(big))
+    dataset = global_shuffle_dataset("unused.tfrecord", 0)
+    assert [int(r) for r in dataset.as_numpy_iterator()] == big
