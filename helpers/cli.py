@@ -6,8 +6,7 @@
 
 Expected problems (a damaged file, a missing folder, an output that exists, an
 unreadable image) give one clear line on stderr and exit status 1, never a traceback;
-bad usage exits 2. ``verify`` and ``inspect`` are plain Python; ``convert-voc`` imports
-TensorFlow only after :func:`helpers.notebook.prepare_tensorflow` has quietened it.
+bad usage exits 2. All three are plain Python: no TensorFlow is imported.
 Notebook 06 ("Let `python -m helpers` do it") shows the commands at work.
 """
 
@@ -208,10 +207,6 @@ def _convert_voc(args: argparse.Namespace) -> int:
     if args.engine == "local" and (args.beam_option or args.verbose):
         _complain("convert-voc: --beam-option and --verbose need --engine beam")
         return 2
-    if args.engine == "local":  # Beam's workers import TensorFlow (quietly) themselves
-        from helpers.notebook import prepare_tensorflow
-
-        prepare_tensorflow(deterministic_ops=False)  # quiet, before TensorFlow is imported
     shared = ("num_shards", "encoding", "compression", "overwrite", "shuffle_seed", "task")
     common = {name: getattr(args, name) for name in shared}  # what both engines take
     try:

@@ -10,6 +10,7 @@ import hashlib
 import os
 
 from helpers import voc
+from helpers.inspect import _example_bytes
 
 # The keys of create_pascal_tf_record.py: one value per image, then one value per object.
 _IMAGE = {"image/height": "int64", "image/width": "int64", "image/filename": "bytes",
@@ -37,6 +38,13 @@ def detection_example(root: str | os.PathLike, image_id: str):
     Raises helpers.voc.VOCError naming the id and the file, for what ``voc.load_annotation`` and
     ``voc.load_image`` refuse, a photo that is not a JPEG file, or sizes that differ.
     """
+    import tensorflow as tf
+
+    return tf.train.Example.FromString(_detection_payload(root, image_id))
+
+
+def _detection_payload(root: str | os.PathLike, image_id: str) -> bytes:
+    """:func:`detection_example`, serialized (``deterministic=True``) without TensorFlow."""
     annotation = voc.load_annotation(root, image_id)
     height, width = voc.load_image(root, image_id).shape[:2]  # decodes every pixel
     path = voc.image_path(root, image_id)
@@ -46,8 +54,6 @@ def detection_example(root: str | os.PathLike, image_id: str):
     if (height, width) != (annotation.height, annotation.width):
         sizes = f"{width}x{height}, annotation says {annotation.width}x{annotation.height}"
         raise voc.VOCError(f"photo of image id {image_id!r} is {sizes}: {path}")
-    import tensorflow as tf
-
     objects, name, digest = annotation.objects, annotation.filename.encode(), hashlib.sha256(jpeg)
     values = {"image/height": [height], "image/width": [width], "image/filename": [name],
               "image/source_id": [name], "image/key/sha256": [digest.hexdigest().encode()],
@@ -60,10 +66,7 @@ def detection_example(root: str | os.PathLike, image_id: str):
     for corner in _CORNERS:  # create_pascal_tf_record.py: float(obj['bndbox']['xmin']) / width:
         size = width if corner[0] == "x" else height  # the 1-based corner, nothing subtracted
         values[f"image/object/bbox/{corner}"] = [getattr(o, corner) / size for o in objects]
-    lists = {"int64": tf.train.Int64List, "float": tf.train.FloatList, "bytes": tf.train.BytesList}
-    features = {key: tf.train.Feature(**{f"{kind}_list": lists[kind](value=values[key])})
-                for key, kind in (_IMAGE | _OBJECTS).items()}  # fmt: skip
-    return tf.train.Example(features=tf.train.Features(feature=features))
+    return _example_bytes({key: (kind, values[key]) for key, kind in (_IMAGE | _OBJECTS).items()})
 
 
 def detection_spec() -> dict:

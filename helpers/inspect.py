@@ -1,6 +1,6 @@
 """Describe the records of an unknown TFRecord file in plain Python (notebook 06). The messages
 of TensorFlow's example.proto, feature.proto and tensor.proto (the fields ``serialize_tensor``
-writes) are below in protobuf text format: importing ``tf.train`` imports all of TensorFlow."""
+writes) are below in protobuf text format (``tf.train`` would import all of TensorFlow)."""
 
 from __future__ import annotations
 
@@ -33,6 +33,7 @@ message_type { name: "FeatureLists"
   nested_type { name: "FeatureListEntry" options { map_entry: true }
     field { name: "key" number: 1 type: TYPE_STRING } field { name: "value" number: 2
     type_name: "FeatureList" } } }
+message_type { name: "Example" field { name: "features" number: 1 type_name: "Features" } }
 message_type { name: "SequenceExample" field { name: "context" number: 1 type_name: "Features" }
   field { name: "feature_lists" number: 2 type_name: "FeatureLists" } }
 message_type { name: "TensorShapeProto" field { name: "dim" number: 2 label: LABEL_REPEATED
@@ -62,6 +63,17 @@ def _message(name: str) -> type:
     pool = descriptor_pool.DescriptorPool()
     pool.Add(text_format.Parse(_SCHEMA, descriptor_pb2.FileDescriptorProto()))
     return message_factory.GetMessageClass(pool.FindMessageTypeByName(f"tensorflow.{name}"))
+
+
+def _example_bytes(features: dict[str, tuple[str, list]]) -> bytes:
+    """A serialized ``tf.train.Example`` from ``{key: (kind, values)}`` (kind "int64", "float" or
+    "bytes"): TensorFlow's bytes (``deterministic=True``), without importing TensorFlow."""
+    example = _message("Example")()
+    for key, (kind, values) in features.items():
+        chosen = getattr(example.features.feature[key], f"{kind}_list")
+        chosen.SetInParent()  # an empty list is still a list of its kind
+        chosen.value.extend(values)
+    return example.SerializeToString(deterministic=True)
 
 
 def _parse(payload: bytes) -> tuple[str, object]:

@@ -39,8 +39,7 @@ def track_peak_memory(interval_s: float = 0.005) -> Iterator[SimpleNamespace]:
         while not done.wait(interval_s):
             peak[0] = max(peak[0], _rss_bytes())
 
-    thread = threading.Thread(target=sample, daemon=True)
-    thread.start()
+    (thread := threading.Thread(target=sample, daemon=True)).start()
     result = SimpleNamespace(peak_increase_mib=0.0)
     try:
         yield result

@@ -19,20 +19,16 @@ _WORK_ROOT = Path("_work")  # relative to the notebook's own folder
 def prepare_tensorflow(seed: int = 0, deterministic_ops: bool = True) -> None:
     """Make TensorFlow quiet and repeatable, then import it.
 
-    TensorFlow's C++ logging and its oneDNN notice are controlled only by
-    environment variables read when TensorFlow is first imported, so this must
-    run before ``import tensorflow`` (running it again later is harmless, but the
-    C++ settings then no longer change anything).
-
-    It also turns on TensorFlow's pooling CPU allocator (``TF_CPU_ALLOCATOR_USE_BFC``;
-    a value you set yourself wins): the default one returns every freed batch buffer
-    to the system, and the next batch page-faults it in again, about a quarter of
-    notebook 03's CPU time (``benchmarks/bench_pipeline.py``).
+    TensorFlow's C++ logging and its oneDNN notice are controlled only by environment
+    variables read when TensorFlow is first imported, so this must run before ``import
+    tensorflow`` (running it again later is harmless, but changes no C++ setting then).
+    It also turns on the pooling CPU allocator (``TF_CPU_ALLOCATOR_USE_BFC``; a value you set
+    wins): the default returns every freed batch buffer to the system, and the next batch
+    page-faults it in again, a quarter of notebook 03's CPU (``benchmarks/bench_pipeline.py``).
 
     Args:
-        seed: seeds Python's ``random``, NumPy's global generator and TensorFlow's
-            global seed (``keras.utils.set_random_seed``). Notebooks still pass
-            explicit seeds to every shuffle and generator.
+        seed: seeds Python's ``random``, NumPy's and TensorFlow's global generators
+            (``keras.utils.set_random_seed``); notebooks still pass explicit seeds.
         deterministic_ops: turn on ``tf.config.experimental.enable_op_determinism``.
 
     Raises:
@@ -58,12 +54,9 @@ def prepare_tensorflow(seed: int = 0, deterministic_ops: bool = True) -> None:
 def work_dir(name: str, root: Path | str = _WORK_ROOT) -> Path:
     """Return an empty folder ``<root>/<name>`` for a notebook's files.
 
-    Anything a previous run left there is removed first, so every run starts
-    from the same state. The path is relative (``_work/<name>``) so that it
-    prints the same on every machine.
-
-    Raises:
-        ValueError: if ``name`` is not a plain folder name.
+    Anything a previous run left there is removed first, so every run starts from the same
+    state; the path is relative (``_work/<name>``), so it prints the same on every machine.
+    Raises ValueError if ``name`` is not a plain folder name.
     """
     if not name or Path(name).name != name or name in {".", ".."}:
         raise ValueError(f"work folder name must be a plain name, got {name!r}")

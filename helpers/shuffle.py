@@ -64,7 +64,7 @@ def global_shuffle_dataset(
     yields every record once, in the order of ``permutation(n, seed, epoch=k)`` for
     pass ``k`` (always ``epoch=0`` with ``reshuffle_each_iteration=False``). Elements
     are scalar ``tf.string`` tensors, like those of ``tf.data.TFRecordDataset``.
-    Memory: the offset index (16 bytes per record), the permutation (8 bytes per
+    Memory: the offset index (8 bytes per record), the permutation (8 bytes per
     record) and a few slices of ``read_batch`` records being read; never the data.
 
     This is notebook 04's "Shuffle ids with a full buffer, then load the records"

@@ -22,6 +22,7 @@ from tqdm import tqdm
 
 from helpers import voc
 from helpers._checks import check_int
+from helpers.inspect import _example_bytes, _message
 from helpers.records import RecordError, iter_records, verify, write_sharded
 
 # The one place the keys live: each schema maps a key to the kind of its single value.
@@ -73,9 +74,14 @@ def voc_example(root: str | os.PathLike, image_id: str, encoding: str = "raw"):
             photo or mask, sizes that differ, or (encoded) a photo that is not a JPEG file.
         ValueError: for an unknown ``encoding``.
     """
-    schema = _schema(encoding)
     import tensorflow as tf
 
+    return tf.train.Example.FromString(_pair_payload(root, image_id, encoding))
+
+
+def _pair_payload(root: str | os.PathLike, image_id: str, encoding: str) -> bytes:
+    """:func:`voc_example`, serialized (``deterministic=True``) without importing TensorFlow."""
+    schema = _schema(encoding)
     image, mask = voc.load_pair(root, image_id)  # decodes every pixel of both files
     path = voc.image_path(root, image_id)
     height, width = mask.shape
@@ -92,13 +98,7 @@ def voc_example(root: str | os.PathLike, image_id: str, encoding: str = "raw"):
                   "image/format": b"jpeg", "image/height": height, "image/width": width,
                   "image/channels": 3, "image/segmentation/class/encoded": png.getvalue(),
                   "image/segmentation/class/format": b"png"}  # fmt: skip
-
-    def feature(kind: str, value: int | bytes) -> tf.train.Feature:
-        wrap = tf.train.Int64List if kind == "int64" else tf.train.BytesList
-        return tf.train.Feature(**{f"{kind}_list": wrap(value=[value])})
-
-    features = {key: feature(kind, values[key]) for key, kind in schema.items()}
-    return tf.train.Example(features=tf.train.Features(feature=features))
+    return _example_bytes({key: (kind, [values[key]]) for key, kind in schema.items()})
 
 
 #: What ``convert_split`` can write: segmentation pairs or detection boxes (notebook 09).
@@ -144,7 +144,8 @@ def record_payload(
 ) -> bytes:
     """One image's serialized record (``deterministic=True``), as both engines write it.
 
-    The local and the Beam engine of ``convert-voc`` both call it, as notebook 08 shows.
+    Both engines of ``convert-voc`` call it (notebook 08); built by protobuf alone, it imports
+    no TensorFlow, which would cost each Beam worker seconds.
     ``task="segmentation"``: :func:`voc_example` in the given ``encoding``;
     ``task="detection"``: :func:`helpers.detection.detection_example` (boxes, notebook 09).
 
@@ -154,12 +155,10 @@ def record_payload(
     """
     _check_task(task, encoding)
     if task == "detection":
-        from helpers.detection import detection_example
+        from helpers.detection import _detection_payload
 
-        example = detection_example(root, image_id)
-    else:
-        example = voc_example(root, image_id, encoding)
-    return example.SerializeToString(deterministic=True)
+        return _detection_payload(root, image_id)
+    return _pair_payload(root, image_id, encoding)
 
 
 def convert_split(
@@ -236,10 +235,9 @@ class _Bad(ValueError):
 def _values(payload: bytes, schema: dict[str, str]) -> dict[str, int | bytes]:
     """The single value of every key of ``schema`` in a serialized Example."""
     from google.protobuf.message import DecodeError
-    from tensorflow.core.example.example_pb2 import Example
 
     try:
-        features = Example.FromString(payload).features.feature
+        features = _message("Example").FromString(payload).features.feature
     except DecodeError:
         raise _Bad("the payload is not a serialized tf.train.Example") from None
     if missing := [key for key in schema if key not in features and key not in _OPTIONAL]:
