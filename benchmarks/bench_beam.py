@@ -1,8 +1,8 @@
 """The Beam engine of convert-voc against the local engine (`python -m benchmarks beam`).
 
 Both engines convert the same VOC-layout splits of SMALL and LARGE ids to raw-schema records
-in 2 shards: the local engine (``helpers.voc_records.convert_split``, one process, TensorFlow
-already imported) and the Beam engine (``helpers.beam.convert_split``: a child process, Beam's
+in 2 shards: the local engine (``helpers.voc_records.convert_split``, one process) and the
+Beam engine (``helpers.beam.convert_split``: a child process, Beam's
 local FnApiRunner with 2 worker processes, ``--direct_num_workers=2``). The ids are copies of
 the 9 sample images (hard links under new names), so each record costs what a sample record
 costs. Runs alternate (local, Beam; small, large) and every repeat fits
@@ -10,8 +10,8 @@ costs. Runs alternate (local, Beam; small, large) and every repeat fits
     seconds = fixed + per_record * ids
 
 through its two sizes for each engine: ``fixed`` is the start-up (for Beam: a Python process,
-importing Beam, starting the workers, TensorFlow in each), ``per_record`` the cost of one more
-image. Printed: median and range over the repeats, and the per-record speed ratio (>1: Beam
+importing Beam, starting the workers; neither engine imports TensorFlow), ``per_record`` the
+cost of one more image. Printed: median and range over the repeats, and the per-record speed ratio (>1: Beam
 is faster per record). The shards are checked byte-identical. Beam's start-up dominates the
 run time: about 3 minutes on a quiet 2-core machine, 8.5 while other work loaded it.
 """
