@@ -189,3 +189,66 @@ def test_a_bad_record_of_a_later_file_is_named_by_its_number_in_that_file(tmp_pa
         2,
         offsets[2],
     )
+
+
+def test_a_compressed_file_is_refused_with_the_way_to_index_it(tmp_path):
+    path = tmp_path / "data.tfrecord.gz"
+    write_records(path, PAYLOADS, compression="GZIP")
+    advice = (
+        f"{path}: a GZIP-compressed TFRecord file cannot be indexed: record i has no fixed byte "
+        "offset in it. Write a plain copy with helpers.records.write_records "
+        "(iter_records(path, 'GZIP')) and index that."
+    )
+    with pytest.raises(ValueError) as caught:
+        build_index(path)
+    assert str(caught.value) == advice
+
+
+def test_indexing_shows_a_progress_bar_only_when_asked(tfrecord, capsys):
+    RecordReader(tfrecord).close()
+    assert capsys.readouterr().err == ""
+    RecordReader([tfrecord, tfrecord], progress=True).close()
+    assert "\rindexing: 100%" in capsys.readouterr().err
+
+
+def test_a_reader_of_no_files_is_empty(tmp_path):
+    with RecordReader([]) as reader:
+        assert (len(reader), reader.index_nbytes) == (0, 0)
+        with pytest.raises(IndexError, match="record 0 out of range: 0 records in 0 file"):
+            reader.read(0)
+
+
+def test_each_read_is_one_pread_of_exactly_the_records_bytes(tfrecord, monkeypatch):
+    sizes, pread = [], os.pread
+    monkeypatch.setattr(os, "pread", lambda fd, n, at: sizes.append(n) or pread(fd, n, at))
+    with RecordReader(tfrecord) as reader:
+        assert reader.read_many([39, 1, 20]) == [PAYLOADS[i] for i in (39, 1, 20)]
+    assert sizes == [16 + len(PAYLOADS[i]) for i in (39, 1, 20)]
+
+
+def test_a_record_whose_length_changed_since_indexing_is_named(tmp_path):
+    path = tmp_path / "changing.tfrecord"
+    write_records(path, [b"a" * 10, b"b" * 10])
+    other = tmp_path / "other.tfrecord"
+    write_records(other, [b"a" * 10, b"b" * 12])  # record 1 still starts at byte 26, longer
+    with RecordReader(path) as reader:
+        path.write_bytes(other.read_bytes())
+        with pytest.raises(RecordError) as caught:
+            reader.read(1)
+    assert (caught.value.path, caught.value.index, caught.value.offset) == (str(path), 1, 26)
+    assert caught.value.reason == (
+        "header says 12 payload bytes, the index 10: the file changed since indexing"
+    )
+
+
+def test_a_damaged_header_under_an_open_reader_names_the_file(tfrecord):
+    offsets = expected_boundaries(PAYLOADS)
+    with RecordReader(tfrecord) as reader:
+        flip_byte(tfrecord, offsets[3] + 1)
+        with pytest.raises(RecordError) as caught:
+            reader.read(3)
+    assert (caught.value.path, caught.value.index, caught.value.offset) == (
+        str(tfrecord),
+        3,
+        offsets[3],
+    )
