@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 from helpers.index import RecordReader, build_index
+from helpers.memory import track_peak_memory
 from helpers.records import RecordError, iter_records, write_records
 
 PAYLOADS = [bytes([i]) * (i * 7 % 23) for i in range(40)]  # varied lengths, empty ones too
@@ -251,4 +252,28 @@ def test_a_damaged_header_under_an_open_reader_names_the_file(tfrecord):
         str(tfrecord),
         3,
         offsets[3],
+    )
+
+
+def test_indexing_reads_headers_not_payloads(tmp_path):
+    path = tmp_path / "big.tfrecord"
+    write_records(path, [bytes(48 << 20), b"small"])
+    with track_peak_memory() as peak:
+        assert build_index(path).tolist() == [0, 16 + (48 << 20), 32 + (48 << 20) + 5]
+    assert peak.peak_increase_mib < 16
+
+
+def test_errors_while_indexing_name_the_file(tfrecord):
+    tfrecord.write_bytes(tfrecord.read_bytes()[:-1])  # the last record runs past the end
+    with pytest.raises(RecordError) as caught:
+        build_index(tfrecord)
+    assert (caught.value.path, caught.value.index) == (str(tfrecord), 39)
+    offset = expected_boundaries(PAYLOADS)[4]
+    flip_byte(tfrecord, offset + 2)  # record 4's length
+    with pytest.raises(RecordError) as caught:
+        build_index(tfrecord)
+    assert (caught.value.path, caught.value.index, caught.value.offset) == (
+        str(tfrecord),
+        4,
+        offset,
     )

@@ -11,6 +11,7 @@ import pytest
 from lock_imports import require
 
 from helpers import records
+from helpers.memory import track_peak_memory
 from helpers.records import (
     RecordError,
     _shard_paths,
@@ -570,3 +571,14 @@ def test_the_next_write_removes_what_a_killed_write_left_and_says_so(tmp_path):
     with pytest.warns(UserWarning, match="removed 2 temporary file"):
         paths = write_sharded(prefix, [b"a", b"b"], 2)
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in paths)
+
+
+def test_reading_a_highly_compressed_file_inflates_it_a_slice_at_a_time(tmp_path):
+    """64 MiB of zeros in 64 KiB records compress to about 64 KiB, read in one go from disk:
+    inflated without a limit that would be 64 MiB at once, a decompression bomb in small."""
+    path = tmp_path / "zeros.tfrecord.gz"
+    write_records(path, (bytes(1 << 16) for _ in range(1024)), compression="GZIP")
+    assert path.stat().st_size < 1 << 20
+    with track_peak_memory() as peak:
+        assert verify(path, "GZIP") == 1024
+    assert peak.peak_increase_mib < 24
