@@ -21,6 +21,7 @@ Every other notebook check reuses those two runs instead of executing again:
 from __future__ import annotations
 
 import copy
+import functools
 import io
 import sys
 import warnings
@@ -274,9 +275,15 @@ def grade(path: Path, solved, student, course: Path) -> dict[str, list[tuple[flo
     ``solved`` is the notebook as committed, executed; ``student`` its executed student
     copy. A course folder is made in ``course`` from `make assignments`' configuration.
     """
+    import nbgrader.api
     from nbgrader.api import Gradebook
     from nbgrader.apps import NbGraderAPI
     from traitlets.config.loader import PyFileConfigLoader
+
+    # Every new gradebook asks `alembic heads` in a new process (seconds), though the answer is
+    # a constant of the installed nbgrader: ask once per test process.
+    if not hasattr(nbgrader.api.get_alembic_version, "cache_info"):
+        nbgrader.api.get_alembic_version = functools.cache(nbgrader.api.get_alembic_version)
 
     name = path.stem
     (course / "source" / name).mkdir(parents=True)
