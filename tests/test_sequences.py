@@ -544,3 +544,14 @@ def test_read_day_sequence_reads_no_further_than_a_second_record(tmp_path):
     path.write_bytes(bytes(data))
     with pytest.raises(ValueError, match="expected one SequenceExample record, found more than"):
         read_day_sequence(path, NUM_LABELS)
+
+
+def test_the_shuffle_defaults_are_seed_0_and_4_files_at_a_time(tmp_path):
+    files = []
+    for day in range(6):
+        files.append(tmp_path / f"day_{day}.tfrecord")
+        write_day(files[-1], *make_day(day, 4))
+    default = window_ids(frame_windows(files, 2, shuffle_buffer=3))
+    assert default == window_ids(frame_windows(files, 2, shuffle_buffer=3, seed=0, cycle_length=4))
+    assert default != window_ids(frame_windows(files, 2, shuffle_buffer=3, seed=1))
+    assert default != window_ids(frame_windows(files, 2, shuffle_buffer=3, cycle_length=5))
