@@ -555,3 +555,12 @@ def test_the_shuffle_defaults_are_seed_0_and_4_files_at_a_time(tmp_path):
     assert default == window_ids(frame_windows(files, 2, shuffle_buffer=3, seed=0, cycle_length=4))
     assert default != window_ids(frame_windows(files, 2, shuffle_buffer=3, seed=1))
     assert default != window_ids(frame_windows(files, 2, shuffle_buffer=3, cycle_length=5))
+
+
+def test_grayscale_jpeg_frames_come_out_as_three_channels(tmp_path):
+    _, labels, stamps = make_day(0, 3)
+    grays = [jpeg(np.full((8, 8, 1), 40 * i, np.uint8)) for i in range(3)]
+    write_day(tmp_path / "gray.tfrecord", grays, labels, stamps)
+    frames, _ = next(frame_windows(tmp_path / "gray.tfrecord", size=2).as_numpy_iterator())
+    assert frames.shape == (2, 8, 8, 3)
+    np.testing.assert_array_equal(frames[1], np.repeat(tf.io.decode_jpeg(grays[1]).numpy(), 3, 2))
