@@ -861,3 +861,19 @@ def test_importing_the_module_imports_no_tensorflow():
 
     code = "import helpers.pipeline, sys; assert 'tensorflow' not in sys.modules"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+def test_a_later_record_of_zero_rows_is_refused_naming_both_sizes(tmp_path, pairs):
+    payloads = [serialize(pair, i, "raw") for i, pair in enumerate(pairs[:3])]
+    flat = raw_example(*pairs[1], "flat.jpg")
+    for key, value in (("height", 0), ("image_raw", b""), ("mask_raw", b"")):
+        flat.features.feature[key].CopyFrom(feature(value))
+    payloads[1] = flat.SerializeToString()
+    path = tmp_path / "flat.tfrecord"
+    write_records(path, payloads)
+    width = pairs[1][1].shape[1]
+    with pytest.raises(
+        tf.errors.InvalidArgumentError,
+        match=rf"flat.tfrecord\] \[record\] \[1\] \[height, width \(missing\?\):\] \[0\] \[{width}\]",
+    ):
+        collect(voc_batches([path], 2, crop=CROP, shuffle_buffer=0))
