@@ -877,3 +877,15 @@ def test_a_later_record_of_zero_rows_is_refused_naming_both_sizes(tmp_path, pair
         match=rf"flat.tfrecord\] \[record\] \[1\] \[height, width \(missing\?\):\] \[0\] \[{width}\]",
     ):
         collect(voc_batches([path], 2, crop=CROP, shuffle_buffer=0))
+
+
+def test_an_empty_list_of_files_is_refused_as_such():
+    with pytest.raises(ValueError, match="^files is empty: pass at least one TFRecord file$"):
+        voc_batches([], 2)
+
+
+def test_with_shuffling_the_files_are_read_in_turn_one_record_each(raw_files, pairs):
+    # A buffer of one record shuffles nothing: the first two records are each file's first.
+    images = first_images(voc_batches(raw_files, 1, crop=CROP, shuffle_buffer=1, seed=0).take(2))
+    firsts = {expected_centre(*pairs[i])[0].tobytes() for i in (0, 1)}
+    assert {image.tobytes() for image in images} == firsts
