@@ -721,6 +721,7 @@ def test_a_colour_mask_png_is_refused(tmp_path, pairs):
         ({"batch_size": 0}, "batch_size"),
         ({"batch_size": 2, "shuffle_buffer": -1}, "shuffle_buffer"),
         ({"batch_size": 2, "crop": (0, 5)}, "crop height must be at least 1"),
+        ({"batch_size": 2, "crop": (5, 0)}, "crop width must be at least 1"),
         ({"batch_size": 2, "crop": 384}, "crop size"),
         ({"batch_size": 2, "crop": (4, 5, 6)}, "crop size"),
         ({"batch_size": 2, "compression": "LZ4"}, "compression"),

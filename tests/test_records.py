@@ -582,3 +582,30 @@ def test_reading_a_highly_compressed_file_inflates_it_a_slice_at_a_time(tmp_path
     with track_peak_memory() as peak:
         assert verify(path, "GZIP") == 1024
     assert peak.peak_increase_mib < 24
+
+
+def test_the_refusal_to_overwrite_names_every_existing_file_in_one_sentence(tmp_path):
+    one = tmp_path / "one.tfrecord"
+    write_records(one, [b"a"])
+    with pytest.raises(FileExistsError) as caught:
+        write_records(one, [b"b"])
+    assert str(caught.value) == f"{one} already exists; pass overwrite=True to replace"
+    paths = write_sharded(tmp_path / "train", [b"a", b"b"], 2)
+    with pytest.raises(FileExistsError) as caught:
+        write_sharded(tmp_path / "train", [b"c"], 2)
+    both = f"{paths[0]}, {paths[1]}"
+    assert str(caught.value) == f"{both} already exist; pass overwrite=True to replace"
+
+
+def test_the_warning_about_stale_temporary_files_lists_them(tmp_path):
+    paths = _shard_paths(tmp_path / "train", 2)
+    stale = [tmp_path / f".{p.name}.0123abcd.tmp" for p in paths]
+    for temp in stale:
+        temp.write_bytes(b"half a record")
+    with pytest.warns(UserWarning) as caught:
+        write_sharded(tmp_path / "train", [b"a", b"b"], 2)
+    names = f"{stale[0].name}, {stale[1].name}"
+    assert str(caught[0].message) == (
+        f"removed 2 temporary file(s) left by an unfinished earlier write in {tmp_path}: {names}"
+    )
+    assert not any(temp.exists() for temp in stale)
