@@ -277,7 +277,8 @@ def test_a_file_that_is_not_a_tfrecord_is_refused_at_record_0(tmp_path, buffers)
     path.write_text("These are some notes, not records at all.\n" * 10)
     got, error = read_until_error(path)
     assert got == [] and (error.index, error.offset) == (0, 0)
-    assert "this is not a TFRecord file" in error.reason
+    expected = "length CRC mismatch: this is not a TFRecord file (or its first header is damaged)"
+    assert error.reason == expected
 
 
 def test_a_gzip_file_read_as_plain_suggests_gzip(tmp_path):
