@@ -864,20 +864,31 @@ def test_importing_the_module_imports_no_tensorflow():
     subprocess.run([sys.executable, "-c", code], check=True)
 
 
-def test_a_later_record_of_zero_rows_is_refused_naming_both_sizes(tmp_path, pairs):
+@pytest.mark.parametrize("zero", ["height", "width"])
+def test_a_later_record_of_zero_rows_or_columns_is_refused_naming_both_sizes(tmp_path, pairs, zero):
     payloads = [serialize(pair, i, "raw") for i, pair in enumerate(pairs[:3])]
     flat = raw_example(*pairs[1], "flat.jpg")
-    for key, value in (("height", 0), ("image_raw", b""), ("mask_raw", b"")):
+    for key, value in ((zero, 0), ("image_raw", b""), ("mask_raw", b"")):
         flat.features.feature[key].CopyFrom(feature(value))
     payloads[1] = flat.SerializeToString()
     path = tmp_path / "flat.tfrecord"
     write_records(path, payloads)
-    width = pairs[1][1].shape[1]
+    sizes = dict(zip(("height", "width"), pairs[1][1].shape, strict=True)) | {zero: 0}
     with pytest.raises(
         tf.errors.InvalidArgumentError,
-        match=rf"flat.tfrecord\] \[record\] \[1\] \[height, width \(missing\?\):\] \[0\] \[{width}\]",
+        match=rf"flat.tfrecord\] \[record\] \[1\] \[height, width \(missing\?\):\] "
+        rf"\[{sizes['height']}\] \[{sizes['width']}\]",
     ):
         collect(voc_batches([path], 2, crop=CROP, shuffle_buffer=0))
+
+
+def test_a_one_pixel_pair_reads_padded_with_void(tmp_path):
+    image, mask = np.full((1, 1, 3), 7, np.uint8), np.full((1, 1), 3, np.uint8)
+    path = tmp_path / "dot.tfrecord"
+    write_records(path, [raw_example(image, mask, "dot.jpg").SerializeToString()])
+    images, masks = collect(voc_batches([path], 1, crop=(3, 3), shuffle_buffer=0))
+    assert images[0, 1, 1].tolist() == [7, 7, 7] and images.sum() == 21
+    assert masks[0, 1, 1, 0] == 3 and (masks == 255).sum() == 8
 
 
 def test_an_empty_list_of_files_is_refused_as_such():

@@ -301,7 +301,20 @@ def test_data_after_the_compressed_stream_is_not_ignored(tmp_path, compression):
     path, payloads, _ = write_three(tmp_path, compression=compression)
     path.write_bytes(path.read_bytes() + compress(b"more records", compression))
     got, error = read_until_error(path, compression)
-    assert got == payloads and "unexpected data after the end" in error.reason
+    after = "unexpected data after the end of the compressed stream"
+    assert (
+        got == payloads
+        and error.reason == f"{compression} stream is damaged or not {compression} ({after})"
+    )
+
+
+@pytest.mark.parametrize("compression", ["GZIP", "ZLIB"])
+def test_a_compressed_stream_cut_short_says_so(tmp_path, compression):
+    path, payloads, _ = write_three(tmp_path, compression=compression)
+    path.write_bytes(path.read_bytes()[:-6])  # the end of the stream and its checksum
+    got, error = read_until_error(path, compression)
+    ends = "the compressed stream ends early"
+    assert error.reason == f"{compression} stream is damaged or not {compression} ({ends})"
 
 
 @pytest.mark.parametrize("compression", ["GZIP", "ZLIB"])
