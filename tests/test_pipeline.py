@@ -901,3 +901,19 @@ def test_with_shuffling_the_files_are_read_in_turn_one_record_each(raw_files, pa
     images = first_images(voc_batches(raw_files, 1, crop=CROP, shuffle_buffer=1, seed=0).take(2))
     firsts = {expected_centre(*pairs[i])[0].tobytes() for i in (0, 1)}
     assert {image.tobytes() for image in images} == firsts
+
+
+def test_an_encoded_image_and_mask_of_two_sizes_are_refused_naming_both(tmp_path, pairs):
+    payloads = [serialize(pair, i, "encoded") for i, pair in enumerate(pairs[:3])]
+    image, mask = pairs[1]
+    height, width = mask.shape
+    small = png(mask[:-1, :-2])
+    payloads[1] = encoded_example(png(image), small, "sizes.jpg", height, width).SerializeToString()
+    path = tmp_path / "sizes.tfrecord"
+    write_records(path, payloads)
+    message = (
+        rf"sizes.tfrecord\] \[record\] \[1\] \[image size:\] \[{height} {width}\] "
+        rf"\[differs from mask size:\] \[{height - 1} {width - 2}\]"
+    )
+    with pytest.raises(tf.errors.InvalidArgumentError, match=message):
+        collect(voc_batches([path], 2, crop=CROP, shuffle_buffer=0))
