@@ -724,7 +724,10 @@ def test_a_colour_mask_png_is_refused(tmp_path, pairs):
         ({"batch_size": 2, "crop": (5, 0)}, "crop width must be at least 1"),
         ({"batch_size": 2, "crop": 384}, "crop size"),
         ({"batch_size": 2, "crop": (4, 5, 6)}, "crop size"),
-        ({"batch_size": 2, "compression": "LZ4"}, "compression"),
+        (
+            {"batch_size": 2, "compression": "LZ4"},
+            "compression must be None, 'GZIP' or 'ZLIB', got 'LZ4'",
+        ),
         ({"batch_size": 2, "seed": -1}, "seed"),
     ],
 )
@@ -917,3 +920,28 @@ def test_an_encoded_image_and_mask_of_two_sizes_are_refused_naming_both(tmp_path
     )
     with pytest.raises(tf.errors.InvalidArgumentError, match=message):
         collect(voc_batches([path], 2, crop=CROP, shuffle_buffer=0))
+
+
+def test_a_compressed_file_of_no_records_is_skipped_among_others(tmp_path, pairs):
+    files = write_shards(tmp_path, pairs, num_shards=2, compression="GZIP")
+    empty = tmp_path / "empty.tfrecord.gz"
+    write_records(empty, [], compression="GZIP")
+    assert empty.stat().st_size > 0  # a GZIP stream of nothing still has a header
+    expected = collect(voc_batches(files, 3, crop=CROP, shuffle_buffer=0))[0]
+    got = collect(voc_batches([empty, *files], 3, crop=CROP, shuffle_buffer=0))[0]
+    np.testing.assert_array_equal(got, expected)
+
+
+def test_record_0_that_is_no_example_or_has_a_bad_filename_is_refused_by_name(tmp_path, pairs):
+    path = tmp_path / "junk.tfrecord"
+    write_records(path, [b"\xff\xff\xff not protobuf"])
+    with pytest.raises(
+        ValueError, match=r"junk\.tfrecord: record 0 is not a tf\.train\.Example \("
+    ):
+        voc_batches([path], 2)
+    twice = raw_example(*pairs[0], "a.jpg")
+    twice.features.feature["filename"].bytes_list.value.append(b"b.jpg")
+    write_records(path, [twice.SerializeToString()], overwrite=True)
+    message = r"record 0 \(raw schema\): feature 'filename' holds 2 values, expected one value"
+    with pytest.raises(ValueError, match=message):
+        voc_batches([path], 2)
