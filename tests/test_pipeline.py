@@ -945,3 +945,14 @@ def test_record_0_that_is_no_example_or_has_a_bad_filename_is_refused_by_name(tm
     message = r"record 0 \(raw schema\): feature 'filename' holds 2 values, expected one value"
     with pytest.raises(ValueError, match=message):
         voc_batches([path], 2)
+
+
+def test_an_encoded_image_of_one_byte_is_undecodable_not_empty(tmp_path, pairs):
+    payloads = [serialize(pair, i, "encoded") for i, pair in enumerate(pairs[:2])]
+    image, mask = pairs[1]
+    payloads[1] = encoded_example(b"\xff", png(mask), "byte.jpg", *mask.shape).SerializeToString()
+    path = tmp_path / "byte.tfrecord"
+    write_records(path, payloads)
+    with pytest.raises(tf.errors.InvalidArgumentError) as caught:
+        collect(voc_batches([path], 2, crop=CROP, shuffle_buffer=0))
+    assert "is empty" not in caught.value.message
