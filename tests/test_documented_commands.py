@@ -26,7 +26,7 @@ NOT_RUN = {
     "python -m benchmarks beam": "takes minutes and measures time, which tests never do",
     "python -m benchmarks pipeline": "takes minutes and measures time, which tests never do",
     "python -m benchmarks suite": "runs this test suite three times and measures time",
-    "make mutation": "runs the helper tests once per mutant, about an hour; not part of make test",
+    "make mutation": "runs the helper tests once per mutant, for hours; not part of make test",
     'make test NBVAL="--nbval-lax --nbval-current-env"': "is this test suite without comparing "
     "stored outputs; make test runs the same tests and compares them",
     "make sample": "rewrites helpers/sample_data; tests/test_voc_sample.py checks the sample",
