@@ -62,78 +62,6 @@ class NotebookCheck(pytest.Item):
         return self.path, None, f"{self.path.name}::{self.name}"
 
 
-def _checks():
-    import notebook_checks as nc  # tests/notebook_checks.py (tests/ is on sys.path below)
-
-    runs: dict[Path, dict] = {}  # per notebook: the two runs, made or collected once
-
-    def solved(notebook) -> object:
-        """nbval's run of the notebook, or (if nbval did not run every cell) a run of our own."""
-        path = Path(notebook.path)
-        if "solved" not in runs.setdefault(path, {}):
-            cells = [i for i in notebook.session.items if i.parent is notebook]
-            outputs = [i.test_outputs for i in cells if hasattr(i, "cell")]
-            code_cells = sum(c.cell_type == "code" for c in nbformat_read(path).cells)
-            if len(outputs) == code_cells and all(o is not None for o in outputs):
-                runs[path]["solved"] = nc.with_outputs(path, outputs)
-            else:
-                folder = notebook.config._tmp_path_factory.mktemp(f"{path.stem}-solved")
-                runs[path]["solved"] = nc.run_as_committed(path, folder)
-        return runs[path]["solved"]
-
-    def student(notebook):
-        path = Path(notebook.path)
-        if "student" not in runs.setdefault(path, {}):
-            folder = notebook.config._tmp_path_factory.mktemp(f"{path.stem}-student")
-            runs[path]["student"] = nc.run_student_copy(path, folder)
-        return runs[path]["student"]
-
-    def student_copy(notebook):
-        path = Path(notebook.path)
-        problems = nc.student_copy_problems(path, student(notebook)[0])
-        assert not problems, f"{path.name} student copy: {problems}"
-
-    def figures(notebook):
-        path = Path(notebook.path)
-        stored = nbformat_read(path)
-        compared, problems = nc.figure_problems(stored.cells, solved(notebook).cells, path.name)
-        assert not problems, f"{problems}: run make notebooks"
-        assert compared == nc.png_outputs(stored, ignored=False)
-
-    def probe(notebook):
-        path = Path(notebook.path)
-        run = student(notebook)[1]
-        _, same = nc.figure_problems([run.stored], [run.unchanged], path.name)
-        assert same == [], f"drawn again unchanged, the figure should match: {same}"
-        compared, changed = nc.figure_problems([run.stored], [run.changed], path.name)
-        assert compared >= 1 and changed and "differs from the stored figure" in changed[0], (
-            f"{run.probe.what}: the figure check did not notice ({changed})"
-        )
-
-    def grading(notebook):
-        path = Path(notebook.path)
-        course = notebook.config._tmp_path_factory.mktemp(f"{path.stem}-course")
-        scores = nc.grade(path, solved(notebook), student(notebook)[0], course)
-        problems = nc.grading_problems(scores)
-        assert not problems, f"{path.name}: {problems}"
-
-    return (
-        nc,
-        [
-            ("student copy fails only in its checks", student_copy),
-            ("figures match the stored ones", figures),
-            ("nbgrader grades solutions full and the student copy zero", grading),
-        ],
-        probe,
-    )
-
-
-def nbformat_read(path: Path):
-    import nbformat
-
-    return nbformat.read(path, as_version=4)
-
-
 def pytest_collection_modifyitems(session, config, items):
     notebooks = {}
     for item in items:
@@ -141,16 +69,16 @@ def pytest_collection_modifyitems(session, config, items):
             notebooks.setdefault(item.parent, []).append(item)
     if notebooks:
         sys.path.insert(0, str(Path(__file__).parent / "tests"))
-        nc, checks, probe = _checks()
+        import notebook_checks as nc  # tests/notebook_checks.py
+
         lax = config.getoption("nbval_lax", False)  # outputs not compared: figures neither
-        if lax:
-            checks = [(name, check) for name, check in checks if not name.startswith("figures")]
+        checks = [(name, check) for name, check, compares in nc.CHECKS if not (lax and compares)]
         for notebook, cells in notebooks.items():
             extra = [NotebookCheck.from_parent(notebook, name=n, check=c) for n, c in checks]
             if Path(notebook.path).stem in nc.PROBES and not lax:
                 what = nc.PROBES[Path(notebook.path).stem].what
                 name = f"the figure check notices {what}"
-                extra.append(NotebookCheck.from_parent(notebook, name=name, check=probe))
+                extra.append(NotebookCheck.from_parent(notebook, name=name, check=nc.check_probe))
             position = items.index(cells[-1]) + 1
             items[position:position] = extra
     rank = {group: k for k, group in enumerate(HEAVIEST_FIRST)}

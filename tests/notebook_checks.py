@@ -332,3 +332,72 @@ def grading_problems(scores: dict[str, list[tuple[float, float]]]) -> list[str]:
     if not all(score == 0 for score, _ in scores["student"]):
         problems.append(f"the student copy did not get zero: {scores['student']}")
     return problems
+
+
+# ---------------------------------------------------------------- the checks, as pytest runs them
+# Each takes nbval's collector of one notebook (conftest.py adds them after its cells).
+
+_RUNS: dict[Path, dict] = {}  # per notebook: its two runs, collected or made once
+
+
+def solved_run(notebook) -> nbformat.NotebookNode:
+    """nbval's run of the notebook, or (if nbval did not run every cell) a run of our own."""
+    path, runs = Path(notebook.path), _RUNS.setdefault(Path(notebook.path), {})
+    if "solved" not in runs:
+        outputs = [i.test_outputs for i in notebook.session.items if i.parent is notebook
+                   and hasattr(i, "cell")]  # fmt: skip
+        code_cells = sum(c.cell_type == "code" for c in notebook.nb.cells)
+        if len(outputs) == code_cells and all(o is not None for o in outputs):
+            runs["solved"] = with_outputs(path, outputs)
+        else:
+            folder = notebook.config._tmp_path_factory.mktemp(f"{path.stem}-solved")
+            runs["solved"] = run_as_committed(path, folder)
+    return runs["solved"]
+
+
+def student_run(notebook) -> tuple[nbformat.NotebookNode, ProbeRun | None]:
+    path, runs = Path(notebook.path), _RUNS.setdefault(Path(notebook.path), {})
+    if "student" not in runs:
+        folder = notebook.config._tmp_path_factory.mktemp(f"{path.stem}-student")
+        runs["student"] = run_student_copy(path, folder)
+    return runs["student"]
+
+
+def check_student_copy(notebook) -> None:
+    path = Path(notebook.path)
+    problems = student_copy_problems(path, student_run(notebook)[0])
+    assert not problems, f"{path.name} student copy: {problems}"
+
+
+def check_figures(notebook) -> None:
+    path = Path(notebook.path)
+    stored = nbformat.read(path, as_version=4)
+    compared, problems = figure_problems(stored.cells, solved_run(notebook).cells, path.name)
+    assert not problems, f"{problems}: run make notebooks"
+    assert compared == png_outputs(stored, ignored=False)
+
+
+def check_probe(notebook) -> None:
+    path, run = Path(notebook.path), student_run(notebook)[1]
+    _, same = figure_problems([run.stored], [run.unchanged], path.name)
+    assert same == [], f"drawn again unchanged, the figure should match: {same}"
+    compared, changed = figure_problems([run.stored], [run.changed], path.name)
+    assert compared >= 1 and changed and "differs from the stored figure" in changed[0], (
+        f"{run.probe.what}: the figure check did not notice ({changed})"
+    )
+
+
+def check_grading(notebook) -> None:
+    path = Path(notebook.path)
+    course = notebook.config._tmp_path_factory.mktemp(f"{path.stem}-course")
+    scores = grade(path, solved_run(notebook), student_run(notebook)[0], course)
+    problems = grading_problems(scores)
+    assert not problems, f"{path.name}: {problems}"
+
+
+#: (name, check, whether it compares stored outputs: left out under --nbval-lax)
+CHECKS = [
+    ("student copy fails only in its checks", check_student_copy, False),
+    ("figures match the stored ones", check_figures, True),
+    ("nbgrader grades solutions full and the student copy zero", check_grading, False),
+]
