@@ -2,7 +2,7 @@
 
 Both engines convert the same VOC-layout splits of SMALL and LARGE ids to raw-schema records
 in 2 shards: the local engine (``helpers.voc_records.convert_split``, one process) and the
-Beam engine (``helpers.beam.convert_split``: a child process, Beam's
+Beam engine (``helpers.beam.convert_with_beam``: a child process, Beam's
 local FnApiRunner with 2 worker processes, ``--direct_num_workers=2``). The ids are copies of
 the 9 sample images (hard links under new names), so each record costs what a sample record
 costs. Runs alternate (local, Beam; small, large) and every repeat fits
@@ -73,7 +73,7 @@ def main() -> None:
         "local": lambda split: voc_records.convert_split(
             root, split, out["local"], NUM_SHARDS, overwrite=True, progress=False
         ),
-        "beam": lambda split: beam.convert_split(
+        "beam": lambda split: beam.convert_with_beam(
             root, split, out["beam"], NUM_SHARDS, overwrite=True, beam_options=BEAM_OPTIONS
         ),
     }

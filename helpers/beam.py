@@ -69,7 +69,7 @@ def _pipeline_options(beam_options: list[str], verbose: bool):
     return options
 
 
-def convert_split(
+def convert_with_beam(
     voc_root: str | os.PathLike,
     split: str,
     out_prefix: str | os.PathLike,

@@ -177,7 +177,7 @@ def _verify(args: argparse.Namespace) -> int:
 
 
 def _inspect(args: argparse.Namespace) -> int:
-    from helpers.inspect import describe_file, format_record, format_summary
+    from helpers.describe import describe_file, format_record, format_summary
     from helpers.records import iter_records
 
     def describe(path: Path, compression: str | None) -> None:
@@ -214,7 +214,7 @@ def _convert_voc(args: argparse.Namespace) -> int:
         if args.engine == "beam":
             from helpers import beam
 
-            paths = beam.convert_split(
+            paths = beam.convert_with_beam(
                 root, args.split, args.out, beam_options=args.beam_option, verbose=args.verbose,
                 **common,
             )  # fmt: skip

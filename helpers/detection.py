@@ -10,7 +10,7 @@ import hashlib
 import os
 
 from helpers import voc
-from helpers.inspect import _example_bytes
+from helpers.describe import _example_bytes
 
 # The keys of create_pascal_tf_record.py: one value per image, then one value per object.
 _IMAGE = {"image/height": "int64", "image/width": "int64", "image/filename": "bytes",

@@ -22,7 +22,7 @@ from tqdm import tqdm
 
 from helpers import voc
 from helpers._checks import check_int
-from helpers.inspect import _example_bytes, _message
+from helpers.describe import _example_bytes, _message
 from helpers.records import RecordError, iter_records, verify, write_sharded
 
 # The one place the keys live: each schema maps a key to the kind of its single value.

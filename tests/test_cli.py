@@ -425,7 +425,7 @@ def test_a_failure_of_beam_itself_is_one_line_and_exit_1(tmp_path, capsys, monke
         raise RuntimeError("the runner went away")
 
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(beam, "convert_split", fails)
+    monkeypatch.setattr(beam, "convert_with_beam", fails)
     status, out, err = run(
         capsys, "convert-voc", "--split", "train", "--out", "x", "--engine", "beam"
     )

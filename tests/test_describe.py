@@ -1,4 +1,4 @@
-"""helpers.inspect: what Example, SequenceExample and serialized-tensor files hold, and limits."""
+"""helpers.describe: what Example, SequenceExample and serialized-tensor files hold, and limits."""
 
 import subprocess
 import sys
@@ -6,7 +6,7 @@ import sys
 import numpy as np
 import pytest
 
-from helpers import inspect as hi
+from helpers import describe as hi
 from helpers.notebook import prepare_tensorflow
 from helpers.records import RecordError, iter_records, write_records
 
@@ -239,7 +239,7 @@ def test_format_record_sequence_example_shows_the_first_steps():
 
 def test_inspecting_does_not_import_tensorflow(example_file):
     code = (
-        "import sys; from helpers.inspect import describe_file, format_summary; "
+        "import sys; from helpers.describe import describe_file, format_summary; "
         f"print(format_summary(describe_file({str(example_file)!r}))); "
         "print('tensorflow' in sys.modules)"
     )
