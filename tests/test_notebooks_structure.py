@@ -7,6 +7,7 @@ a clean top-to-bottom run with nothing on stderr, and a README table of
 contents that lists exactly the notebooks that exist.
 """
 
+import math
 import re
 from pathlib import Path
 
@@ -148,11 +149,52 @@ def test_every_exercise_is_a_stub_a_solution_and_a_check(notebook):
         )
 
 
+WORD = re.compile(r"[A-Za-z']+")
+MAX_PROSE_WORDS = 2000
+
+
+def prose_words(nb):
+    """Words of prose: runs of letters (and apostrophes) in the markdown cells."""
+    return sum(len(WORD.findall(c.source)) for c in nb.cells if c.cell_type == "markdown")
+
+
+def reading_minutes(nb):
+    """150 words a minute plus a minute per code cell, rounded up to a multiple of 5."""
+    code_cells = sum(c.cell_type == "code" for c in nb.cells)
+    return 5 * math.ceil((prose_words(nb) / 150 + code_cells) / 5)
+
+
+def test_reading_minutes_formula():
+    def nb(words, code_cells):
+        cells = [nbformat.v4.new_markdown_cell(" ".join(["word"] * words))]
+        cells += [nbformat.v4.new_code_cell("1") for _ in range(code_cells)]
+        return nbformat.v4.new_notebook(cells=cells)
+
+    assert prose_words(nb(3, 0)) == 3
+    assert reading_minutes(nb(0, 0)) == 0
+    assert reading_minutes(nb(150, 4)) == 5  # 1 + 4 minutes
+    assert reading_minutes(nb(151, 4)) == 10  # just over 5 minutes
+    assert reading_minutes(nb(1500, 30)) == 40
+
+
 def test_prerequisites_say_how_long_it_takes(notebook):
+    """The reading time comes from one formula: prose at 150 words a minute, a minute per code cell."""
     path, nb = notebook
     section = nb.cells[heading_index(nb, "Prerequisites")].source
-    assert re.search(r"\b\d+\s*(?:-|to|–)?\s*\d*\s*minutes\b", section), (
-        f"{path.name}: 'Prerequisites and time' must say how many minutes it takes"
+    minutes = reading_minutes(nb)
+    stated = re.findall(r"About\s+(\d+)\s+minutes\s+to\s+read\s+and\s+run\.", section)
+    assert stated == [str(minutes)], (
+        f"{path.name}: 'Prerequisites and time' must say 'About {minutes} minutes to read and "
+        f"run.' ({prose_words(nb)} words of prose, "
+        f"{sum(c.cell_type == 'code' for c in nb.cells)} code cells); it says {stated or 'nothing'}"
+    )
+
+
+def test_prose_fits_one_class_unit(notebook):
+    path, nb = notebook
+    words = prose_words(nb)
+    assert words <= MAX_PROSE_WORDS, (
+        f"{path.name}: {words} words of prose, at most {MAX_PROSE_WORDS} fit one class unit"
     )
 
 
