@@ -1,126 +1,44 @@
 """The command line: ``python -m helpers COMMAND ...`` (also installed as ``tfrecord-helpers``).
 
-    convert-voc  convert a split of a VOC2012-layout folder into sharded TFRecord files
-    verify       check every record of TFRecord files (both CRCs, complete framing)
-    inspect      count the records of TFRecord files and infer their features or tensors
-
-Expected problems (a damaged file, a missing folder, an output that exists, an
-unreadable image) give one clear line on stderr and exit status 1, never a traceback;
-bad usage exits 2. All three are plain Python: no TensorFlow is imported.
-Notebook 06 ("Let `python -m helpers` do it") shows the commands at work.
+``convert-voc`` converts a VOC2012 split into TFRecord shards, ``verify`` checks every record,
+``inspect`` describes the records. Expected problems (a damaged file, a missing folder, an
+output that exists, a bad image) give one line on stderr and exit status 1, never a traceback;
+bad usage exits 2. Notebook 06 ("Let `python -m helpers` do it") shows the commands at work.
 """
 
 from __future__ import annotations
 
 import argparse
+import functools
 import itertools
 import os
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from helpers.records import RecordError
 
-_DETECTED = "default: detected from the file's first bytes"
 _DETECT = object()  # a non-string default: argparse passes string defaults through `type`
-
-
-def _say(line: str) -> None:
-    print(line, flush=True)  # flushed, so that stdout and stderr stay in order
+_say = functools.partial(print, flush=True)  # flushed, so that stdout and stderr stay in order
 
 
 def _complain(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
 
 
-def _int_at_least(minimum: int, what: str):
+def _int_at_least(minimum: int, what: str) -> Callable[[str], int]:
     def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            value = None
-        if value is None or value < minimum:
+        if not text.strip().isdecimal() or int(text) < minimum:
             raise argparse.ArgumentTypeError(f"expected {what}, got {text!r}")
-        return value
+        return int(text)
 
     return parse
 
 
 def _compression(text: str) -> str | None:
-    value = text.upper()
-    if value not in ("GZIP", "ZLIB", "NONE"):
+    if text.upper() not in ("GZIP", "ZLIB", "NONE"):
         raise argparse.ArgumentTypeError(f"expected GZIP, ZLIB or NONE, got {text!r}")
-    return None if value == "NONE" else value
-
-
-def _parser() -> argparse.ArgumentParser:
-    name = Path(sys.argv[0]).name if sys.argv and sys.argv[0] else ""
-    parser = argparse.ArgumentParser(
-        prog=name if name == "tfrecord-helpers" else "python -m helpers",
-        description="Convert, verify and inspect TFRecord files (the TFRecord tutorials' helpers)",
-        epilog="Exit status: 0 success, 1 a damaged file or a failed command, 2 bad usage.",
-    )
-    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-
-    convert = commands.add_parser(
-        "convert-voc",
-        help="convert a split of a VOC2012-layout folder into TFRecord shards",
-        description="Convert the image/mask pairs of one split of a PASCAL VOC2012-layout folder "
-        "into TFRecord shards PREFIX-00000-of-0000N.tfrecord, with a progress bar on stderr and "
-        "a one-line summary. Existing outputs are replaced only with --overwrite.",
-    )
-    add = convert.add_argument
-    root_help = "the VOC2012 folder (default: $VOC_ROOT if set, else the embedded sample)"
-    add("--voc-root", type=Path, metavar="DIR", help=root_help)
-    add("--split", required=True, metavar="NAME", help="the split: train, val or trainval")
-    add("--out", required=True, type=Path, metavar="PREFIX", help="output prefix: data/voc-train")
-    shards = _int_at_least(1, "a positive integer")
-    add("--num-shards", "--shards", dest="num_shards", type=shards, default=1, metavar="N",
-        help="how many shard files to write (default 1)")  # fmt: skip
-    add("--encoding", choices=("raw", "encoded"), default="raw",
-        help="raw: uint8 pixels; encoded: the JPEG and a PNG mask (default raw)")  # fmt: skip
-    add("--compression", type=_compression, metavar="GZIP|ZLIB|NONE",
-        help="compress the shards as TensorFlow does (default NONE)")  # fmt: skip
-    add("--task", choices=("segmentation", "detection"), default="segmentation",
-        help="segmentation: image/mask pairs (--encoding applies); detection: the JPEG and its "
-        "Annotations/ID.xml boxes, Object Detection API keys (default segmentation)")  # fmt: skip
-    add("--shuffle-seed", type=_int_at_least(0, "a non-negative integer"), metavar="N",
-        help="write in a uniform random order fixed by N (default: the split's)")  # fmt: skip
-    add("--engine", choices=("local", "beam"), default="local",
-        help="local: this process; beam: an Apache Beam pipeline (default local)")  # fmt: skip
-    add("--beam-option", action="append", default=[], metavar="OPTION",
-        help="with --engine beam: passed to Beam's pipeline options, e.g. "
-        "--beam-option=--runner=FlinkRunner (repeatable)")  # fmt: skip
-    add("--verbose", action="store_true", help="with --engine beam: show Beam's own logging")
-    add("--overwrite", action="store_true", help="replace output shards that already exist")
-    add("--quiet", action="store_true", help="no progress bar")
-    convert.set_defaults(run=_convert_voc)
-
-    verify = commands.add_parser(
-        "verify",
-        help="check every record of TFRecord files",
-        description="Check every record of each FILE (both CRCs, complete framing): one ok line "
-        "per intact file, one line on stderr per damaged file naming the record, its byte offset "
-        "and what is wrong. Exit status 1 if any file is damaged or unreadable.",
-    )
-    verify.add_argument("files", nargs="+", type=Path, metavar="FILE", help="files to check")
-    verify.set_defaults(run=_verify)
-
-    inspect = commands.add_parser(
-        "inspect",
-        help="count records and infer the features of TFRecord files",
-        description="Describe each FILE: its records (Example, SequenceExample or serialized "
-        "tensors) and for each feature its type, values per record and in how many records it "
-        "is present (for tensors: dtype and shape). Plain Python, no TensorFlow needed.",
-    )
-    inspect.add_argument("files", nargs="+", type=Path, metavar="FILE", help="files to describe")
-    index = _int_at_least(0, "a record index (0, 1, ...)")
-    inspect.add_argument("--show", type=index, metavar="N", help="also print record N readably")
-    inspect.set_defaults(run=_inspect)
-    for command in (verify, inspect):
-        how = f"how FILE is stored ({_DETECTED})"
-        command.add_argument("--compression", type=_compression, default=_DETECT, help=how)
-    return parser
+    return None if text.upper() == "NONE" else text.upper()
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -139,7 +57,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
 
 
-def _each_file(args: argparse.Namespace, work) -> int:
+def _each_file(args: argparse.Namespace, work: Callable[[Path, str | None], object]) -> int:
     """Run ``work(path, compression)`` on every file; report problems; return how many failed."""
     from helpers.records import detect_compression
 
@@ -152,10 +70,8 @@ def _each_file(args: argparse.Namespace, work) -> int:
             failed += work(path, compression) is False
         except RecordError as error:
             uncompressed = " of the uncompressed stream" if compression else ""
-            _complain(
-                f"{error.path}: record {error.index} at byte {error.offset}{uncompressed}: "
-                f"{error.reason}"
-            )
+            where = f"{error.path}: record {error.index} at byte {error.offset}{uncompressed}"
+            _complain(f"{where}: {error.reason}")
             failed += 1
         except OSError as error:
             _complain(f"{path}: cannot read: {error.strerror or error}")
@@ -180,20 +96,18 @@ def _inspect(args: argparse.Namespace) -> int:
     from helpers.describe import describe_file, format_record, format_summary
     from helpers.records import iter_records
 
-    def describe(path: Path, compression: str | None) -> None:
+    def describe(path: Path, compression: str | None) -> bool:
         if path != args.files[0]:
             _say("")
         summary = describe_file(path, compression)
         _say(format_summary(summary))
-        if args.show is None:
-            return
-        if args.show >= summary.num_records:
-            _complain(
-                f"{path}: --show {args.show}: the file has only {summary.num_records} records"
-            )
+        if args.show is not None and args.show >= (count := summary.num_records):
+            _complain(f"{path}: --show {args.show}: the file has only {count} records")
             return False
-        payload = next(itertools.islice(iter_records(path, compression), args.show, None))
-        _say(f"record {args.show}: {format_record(payload)}")
+        if args.show is not None:
+            payload = next(itertools.islice(iter_records(path, compression), args.show, None))
+            _say(f"record {args.show}: {format_record(payload)}")
+        return True
 
     return 1 if _each_file(args, describe) else 0
 
@@ -214,19 +128,16 @@ def _convert_voc(args: argparse.Namespace) -> int:
         if args.engine == "beam":
             from helpers import beam
 
-            paths = beam.convert_with_beam(
-                root, args.split, args.out, beam_options=args.beam_option, verbose=args.verbose,
-                **common,
-            )  # fmt: skip
+            options = {"beam_options": args.beam_option, "verbose": args.verbose}
+            paths = beam.convert_with_beam(root, args.split, args.out, **options, **common)
         else:
+            progress = not args.quiet
             paths = voc_records.convert_split(
-                root, args.split, args.out, progress=not args.quiet, **common
+                root, args.split, args.out, progress=progress, **common
             )
     except FileExistsError as error:
-        _complain(
-            f"convert-voc: {str(error).split('; pass overwrite=True')[0]}; "
-            "pass --overwrite to replace"
-        )
+        exists = str(error).split("; pass overwrite=True")[0]
+        _complain(f"convert-voc: {exists}; pass --overwrite to replace")
         return 1
     except (OSError, ValueError) as error:  # VOCError and RecordError are ValueErrors
         _complain(f"convert-voc: {error}")
@@ -240,3 +151,78 @@ def _convert_voc(args: argparse.Namespace) -> int:
     summary = voc_records.summarize(paths, args.compression)
     _say(f"wrote split {args.split!r}: {summary}: {where}")
     return 0
+
+
+_FILES = "files", {"nargs": "+", "type": Path, "metavar": "FILE", "help": "the files"}
+# fmt: off
+_STORED = "--compression", {"type": _compression, "default": _DETECT,
+                            "help": "how FILE is stored (default: detected from its first bytes)"}
+_COMMANDS = {  # name: (run, help, rest of the description, [(flags, add_argument keywords)])
+    "convert-voc": (
+        _convert_voc,
+        "convert a split of a VOC2012-layout folder into TFRecord shards",
+        "PREFIX-00000-of-0000N.tfrecord, with a progress bar on stderr and a one-line summary. "
+        "Existing outputs are replaced only with --overwrite.",
+        [
+            ("--voc-root", {"type": Path, "metavar": "DIR", "help": "the VOC2012 folder "
+                            "(default: $VOC_ROOT if set, else the embedded sample)"}),
+            ("--split", {"required": True, "metavar": "NAME", "help": "train, val or trainval"}),
+            ("--out", {"required": True, "type": Path, "metavar": "PREFIX",
+                       "help": "output prefix: data/voc-train"}),
+            ("--num-shards --shards", {"type": _int_at_least(1, "a positive integer"),
+                                       "default": 1, "metavar": "N",
+                                       "help": "how many shard files to write (default 1)"}),
+            ("--encoding", {"choices": ("raw", "encoded"), "default": "raw",
+                            "help": "raw: uint8 pixels; encoded: JPEG, PNG mask (default raw)"}),
+            ("--compression", {"type": _compression, "metavar": "GZIP|ZLIB|NONE",
+                               "help": "compress the shards as TensorFlow does (default NONE)"}),
+            ("--task", {"choices": ("segmentation", "detection"), "default": "segmentation",
+                        "help": "segmentation: image/mask pairs (--encoding applies); detection: "
+                        "the JPEG and its Annotations/ID.xml boxes, Object Detection API keys "
+                        "(default segmentation)"}),
+            ("--shuffle-seed", {"type": _int_at_least(0, "a non-negative integer"), "metavar": "N",
+                                "help": "a random order fixed by N (default: the split's)"}),
+            ("--engine", {"choices": ("local", "beam"), "default": "local",
+                          "help": "local: this process; beam: Apache Beam (default local)"}),
+            ("--beam-option", {"action": "append", "default": [], "metavar": "OPTION",
+                               "help": "with --engine beam: passed to Beam's pipeline options, "
+                               "e.g. --beam-option=--runner=FlinkRunner (repeatable)"}),
+            ("--verbose", {"action": "store_true", "help": "with --engine beam: Beam's logging"}),
+            ("--overwrite", {"action": "store_true", "help": "replace output shards that exist"}),
+            ("--quiet", {"action": "store_true", "help": "no progress bar"}),
+        ],
+    ),
+    "verify": (
+        _verify,
+        "check every record of TFRecord files",
+        "(both CRCs, complete framing): one ok line per intact file, one line on stderr per "
+        "damaged file naming the record, its byte offset and what is wrong; then exit status 1.",
+        [_FILES, _STORED],
+    ),
+    "inspect": (
+        _inspect,
+        "count records and infer the features of TFRecord files",
+        "(Example, SequenceExample or serialized tensors): for each feature its type, values "
+        "per record and in how many records it is present; for tensors dtype and shape.",
+        [_FILES, _STORED, ("--show", {"type": _int_at_least(0, "a record index (0, 1, ...)"),
+                                      "metavar": "N", "help": "also print record N readably"})],
+    ),
+}
+# fmt: on
+
+
+def _parser() -> argparse.ArgumentParser:
+    name = Path(sys.argv[0]).name if sys.argv and sys.argv[0] else ""
+    parser = argparse.ArgumentParser(
+        prog=name if name == "tfrecord-helpers" else "python -m helpers",
+        description="Convert, verify and inspect TFRecord files (the TFRecord tutorials' helpers)",
+        epilog="Exit status: 0 success, 1 a damaged file or a failed command, 2 bad usage.",
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for command, (run, summary, rest, options) in _COMMANDS.items():
+        description = f"{summary[0].upper()}{summary[1:]} {rest}"
+        sub = commands.add_parser(command, help=summary, description=description)
+        sub.set_defaults(run=run)
+        for flags, keywords in options:
+            sub.add_argument(*flags.split(), **keywords)
+    return parser
