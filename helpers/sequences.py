@@ -19,6 +19,7 @@ import numpy as np
 from PIL import Image, UnidentifiedImageError
 
 from helpers._checks import check_int, check_seed
+from helpers.describe import _example_bytes
 from helpers.records import iter_records, write_records
 
 if TYPE_CHECKING:
@@ -72,31 +73,21 @@ def write_day(
 ) -> int:
     """Write one day as a TFRecord file of one ``tf.train.Example`` per frame; return the count.
 
-    The Example of notebook 05, section "Build one Example per frame": ``frame/encoded``
-    (the JPEG, unchanged), ``frame/timestamp`` (int64, strictly increasing) and
-    ``frame/labels`` (``[N, L]`` numbers, as float32), written atomically in the order given.
-
-    Raises:
-        ValueError: before anything is written, naming the file and the frame at fault:
-            lengths that differ, timestamps out of order, labels that are not finite
-            ``[N, L]`` numbers, a frame that is not a JPEG, frames of two sizes.
-        FileExistsError: if ``path`` exists and ``overwrite`` is false.
-    """
-    import tensorflow as tf
-
+    Notebook 05, "Build one Example per frame": ``frame/encoded`` (the JPEG, unchanged),
+    ``frame/timestamp`` (int64, strictly increasing), ``frame/labels`` (``[N, L]`` float32),
+    written atomically in the order given. Raises ValueError before writing, naming the file and
+    frame (lengths that differ, timestamps out of order, labels not finite ``[N, L]`` numbers,
+    a frame not a JPEG, frames of two sizes); FileExistsError if ``path`` exists and not
+    ``overwrite``."""
     labels, stamps = _check_day(str(path), jpegs, labels, timestamps)
-
-    def example(jpeg: bytes, stamp: int, row: list[float]) -> bytes:
-        feature = {
-            _ENCODED: tf.train.Feature(bytes_list=tf.train.BytesList(value=[jpeg])),
-            _TIMESTAMP: tf.train.Feature(int64_list=tf.train.Int64List(value=[stamp])),
-            _LABELS: tf.train.Feature(float_list=tf.train.FloatList(value=row)),
-        }
-        example = tf.train.Example(features=tf.train.Features(feature=feature))
-        return example.SerializeToString(deterministic=True)
-
-    rows = zip(jpegs, stamps.tolist(), labels.tolist(), strict=True)
-    return write_records(path, (example(*row) for row in rows), overwrite=overwrite)
+    frames = zip(jpegs, stamps.tolist(), labels.tolist(), strict=True)
+    examples = (
+        _example_bytes(
+            {_ENCODED: ("bytes", [j]), _TIMESTAMP: ("int64", [t]), _LABELS: ("float", r)}
+        )
+        for j, t, r in frames
+    )
+    return write_records(path, examples, overwrite=overwrite)
 
 
 def _parsed(where: str, parse, *args, **kwargs):
@@ -152,22 +143,15 @@ def frame_windows(
 ) -> tf.data.Dataset:
     """Windows of ``size`` frames ``stride`` apart, one every ``shift`` frames, from day files.
 
-    Notebook 05, sections "Cut windows that stay inside one day" and "Shuffle across and
-    within days": ``Dataset.window`` per file (no window spans two days); if
-    ``shuffle_buffer > 0``, files in a seeded order (anew each epoch), ``cycle_length`` of
-    them interleaved, ``shuffle_buffer`` windows of JPEGs mixed, decoded last. Elements:
-    uint8 ``[size, H, W, 3]`` frames, the last frame's float32 ``[L]`` labels, and int64
-    ``[size]`` timestamps if ``with_timestamps``. Records are parsed with ``example_names``
-    "<file>: record <i>", so a bad record further into a file stops iteration with an
-    ``InvalidArgumentError`` that names the file, the record and what was expected (but a
-    record that is no protocol buffer at all gives TensorFlow's ``UnicodeDecodeError``).
-
-    Raises:
-        ValueError: window sizes below 1, a negative buffer, no frame in any file, files
-            of two frame sizes or label counts, a first record that is not a frame
-            (names the file, record 0 and what was expected).
-        TypeError: for a ``seed`` that is not an int (``None`` included).
-    """
+    Notebook 05, "Cut windows that stay inside one day" and "Shuffle across and within days":
+    ``Dataset.window`` per file; if ``shuffle_buffer > 0``, files in a seeded order (anew each
+    epoch), ``cycle_length`` of them interleaved, ``shuffle_buffer`` windows mixed, JPEGs
+    decoded last. Elements: uint8 ``[size, H, W, 3]`` frames, the last frame's float32 ``[L]``
+    labels, int64 ``[size]`` timestamps if ``with_timestamps``. Raises ValueError (window sizes
+    below 1, a negative buffer, no frame in any file, files of two frame sizes or label counts,
+    a first record that is no frame: names file, record 0, what was expected), TypeError (a
+    ``seed`` not an int). A bad later record stops iteration with an ``InvalidArgumentError``
+    naming "<file>: record <i>" (one that is no protocol buffer: a ``UnicodeDecodeError``)."""
     import tensorflow as tf
 
     size, stride, shift = (
@@ -211,16 +195,11 @@ def frame_windows(
 def read_day_sequence(path: str | os.PathLike, num_labels: int) -> tuple[dict, dict]:
     """Read a file holding a day as one ``tf.train.SequenceExample``: ``(context, lists)``.
 
-    The spec and ``tf.io.parse_single_sequence_example`` of notebook 05, section "Store a
-    day as one SequenceExample": context ``day`` (bytes), ``frame_count`` (int64); feature
-    lists ``frames`` (bytes), ``timestamps`` (int64), ``labels`` (``num_labels`` floats).
-
-    Raises:
-        ValueError: naming the file and record: not exactly one record, a feature missing
-            or of the wrong kind or length (says what was expected), a ``frame_count``
-            unlike the feature lists' length.
-        helpers.records.RecordError: if the file is damaged.
-    """
+    Notebook 05, "Store a day as one SequenceExample": context ``day`` (bytes), ``frame_count``
+    (int64); feature lists ``frames`` (bytes), ``timestamps`` (int64), ``labels`` (floats).
+    Raises ValueError naming the file and record (not exactly one record, a feature missing or
+    of the wrong kind or length, a ``frame_count`` unlike the lists' length); RecordError if
+    the file is damaged."""
     import tensorflow as tf
 
     num_labels = check_int(num_labels, "num_labels", minimum=1)
@@ -228,24 +207,12 @@ def read_day_sequence(path: str | os.PathLike, num_labels: int) -> tuple[dict, d
     if len(payloads) != 1:
         found = "more than one" if payloads else "none"
         raise ValueError(f"{path}: expected one SequenceExample record, found {found}")
-    context_spec = {
-        "day": tf.io.FixedLenFeature([], tf.string),
-        "frame_count": tf.io.FixedLenFeature([], tf.int64),
-    }
-    list_spec = {
-        "frames": tf.io.FixedLenSequenceFeature([], tf.string),
-        "timestamps": tf.io.FixedLenSequenceFeature([], tf.int64),
-        "labels": tf.io.FixedLenSequenceFeature([num_labels], tf.float32),
-    }
-    where = f"{path}: record 0"
-    context, lists = _parsed(
-        where,
-        tf.io.parse_single_sequence_example,
-        payloads[0],
-        context_spec,
-        list_spec,
-        example_name=where,
-    )
+    fixed, steps = tf.io.FixedLenFeature, tf.io.FixedLenSequenceFeature
+    context_spec = {"day": fixed([], tf.string), "frame_count": fixed([], tf.int64)}
+    list_spec = {"frames": steps([], tf.string), "timestamps": steps([], tf.int64)}
+    list_spec["labels"] = steps([num_labels], tf.float32)
+    where, parse = f"{path}: record 0", tf.io.parse_single_sequence_example
+    context, lists = _parsed(where, parse, payloads[0], context_spec, list_spec, example_name=where)
     lengths = {key: int(value.shape[0]) for key, value in sorted(lists.items())}
     if set(lengths.values()) != {count := int(context["frame_count"])}:
         raise ValueError(f"{where}: frame_count says {count} but the feature lists hold {lengths}")
