@@ -13,7 +13,6 @@ import io
 import json
 import os
 import re
-import secrets
 import signal
 import subprocess
 import sys
@@ -22,7 +21,7 @@ from pathlib import Path
 
 from helpers import voc
 from helpers._checks import check_compression, check_int, check_seed
-from helpers.records import _check_targets, _shard_paths, write_records
+from helpers.records import _check_targets, _commit, _shard_paths, _temp_name, write_records
 from helpers.voc_records import _check_task, record_payload, split_order
 
 # The first exception line in the text of a worker's traceback, the error itself (a VOCError or
@@ -124,8 +123,7 @@ def convert_with_beam(
     Path(out_prefix).parent.mkdir(parents=True, exist_ok=True)
     _check_targets(paths, overwrite)  # the local engine's checks, before Beam starts
     ids = split_order(voc_root, split, task, shuffle_seed)
-    token = secrets.token_hex(4)
-    temps = [p.absolute().with_name(f".{p.name}.beam-{token}.tmp") for p in paths]
+    temps = [_temp_name(p.absolute(), "beam") for p in paths]
     job = {"options": list(beam_options), "verbose": verbose, "ids": ids, "root": str(voc_root),
            "task": task, "encoding": encoding, "temps": [str(t) for t in temps],
            "compression": compression}  # fmt: skip
@@ -133,11 +131,11 @@ def convert_with_beam(
         _run_in_child(job, verbose, timeout)
         for temp in temps[len(ids) :]:  # shards that receive no record: valid empty files
             write_records(temp, [], compression)
-        for temp, path in zip(temps, paths, strict=True):
-            os.replace(temp, path)
+        _commit(list(zip(temps, paths, strict=True)), overwrite)
     finally:
-        for leftover in paths[0].absolute().parent.glob(f"*.beam-{token}.tmp*"):
-            leftover.unlink(missing_ok=True)
+        for temp in temps:  # and the temporary files of a worker's write_records
+            for leftover in temp.parent.glob(f"*{temp.name}*"):
+                leftover.unlink(missing_ok=True)
     return paths
 
 

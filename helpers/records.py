@@ -21,9 +21,13 @@ TensorFlow uses them). No TensorFlow is imported; CRC32C comes from ``google-crc
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import glob
 import io
+import json
 import os
+import re
 import secrets
 import struct
 import warnings
@@ -135,24 +139,19 @@ def _check_crc(masked: int, footer: bytes, path, index: int, offset: int) -> Non
         raise RecordError(path, index, offset, reason)
 
 
-def _create_temp(path: Path) -> tuple[io.BufferedWriter, str]:
-    """Open a new hidden file next to ``path`` (usual permissions); return it and its name."""
-    if not path.parent.is_dir():
-        raise FileNotFoundError(f"cannot write {path}: its folder {path.parent} does not exist")
-    while True:
-        name = os.path.join(path.parent, f".{path.name}.{secrets.token_hex(4)}.tmp")
-        try:
-            return open(name, "xb", buffering=_BUFFER), name
-        except FileExistsError:
-            continue
+def _temp_name(path: Path, tag: str = "") -> Path:
+    """A hidden name next to ``path`` that carries this process's id: ``.NAME.PID-TAGHEX.tmp``."""
+    return path.parent / f".{path.name}.{os.getpid()}-{tag}{secrets.token_hex(4)}.tmp"
 
 
 class _AtomicRecordFile:
-    """One output file: records go to a temporary file that :meth:`commit` renames over ``path``."""
+    """One output file: records go to a temporary file, renamed over ``path`` by :func:`_commit`."""
 
     def __init__(self, path: Path, compression: str | None):
-        self.path, self.count = path, 0
-        self.file, self.tmp_name = _create_temp(path)
+        if not path.parent.is_dir():
+            raise FileNotFoundError(f"cannot write {path}: its folder {path.parent} does not exist")
+        self.path, self.count, self.tmp_name = path, 0, _temp_name(path)
+        self.file = open(self.tmp_name, "xb", buffering=_BUFFER)
         wbits = _WBITS.get(compression)
         self.deflate = zlib.compressobj(6, zlib.DEFLATED, wbits, 9) if wbits else None
 
@@ -167,34 +166,71 @@ class _AtomicRecordFile:
             self.file.write(self.deflate.compress(part) if self.deflate else part)
         self.count += 1
 
-    def commit(self) -> None:
+    def finish(self) -> None:
         if self.deflate:
             self.file.write(self.deflate.flush())
         self.file.flush()
-        os.fsync(self.file.fileno())  # the data is on disk before the name points at it
+        os.fsync(self.file.fileno())  # the data is on disk before a name points at it
         self.file.close()
-        os.replace(self.tmp_name, self.path)
 
     def discard(self) -> None:
         self.file.close()
-        Path(self.tmp_name).unlink(missing_ok=True)
+        self.tmp_name.unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def _folder_locked(folder: Path) -> Iterator[int]:
+    """Hold the folder's lock (``flock``; other helpers writers wait); yield its descriptor."""
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield fd
+    finally:
+        os.close(fd)  # releases the lock, as the death of the process does
+
+
+def _finish_interrupted(folder: Path, fd: int) -> None:
+    """Redo the renames that a writer killed during its commit left undone (the lock is held)."""
+    for journal in folder.glob(".*.commit"):
+        pairs = json.loads(journal.read_text())
+        for temp, path in pairs:
+            if os.path.exists(temp):
+                os.replace(temp, path)
+        os.fsync(fd)
+        journal.unlink()
+        names = ", ".join(Path(path).name for _, path in pairs)
+        warnings.warn(f"finished an interrupted write in {folder}: {names}", stacklevel=5)
+
+
+def _is_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # another user's process
+        return True
+    return True
 
 
 def _remove_stale_temps(paths: list[Path]) -> None:
-    """Delete the temporary files that a killed earlier write of ``paths`` left, and say so."""
-    stale = [t for p in paths if p.parent.is_dir()
-             for t in p.parent.glob(f".{glob.escape(p.name)}.*.tmp")]  # fmt: skip
+    """Delete the temporary files of ``paths`` whose writer process has died, and say so."""
+    temps = [t for p in paths for t in p.parent.glob(f".{glob.escape(p.name)}.*.tmp")]
+    writers = [re.search(r"\.(\d+)-\w*\.tmp$", t.name) for t in temps]  # None: no pid in it
+    stale = [t for t, w in zip(temps, writers) if not (w and _is_alive(int(w.group(1))))]
     for temp in stale:
         temp.unlink(missing_ok=True)
     if stale:
         names = ", ".join(t.name for t in stale)
-        message = f"removed {len(stale)} temporary file(s) left by an unfinished earlier write"
+        message = f"removed {len(stale)} temporary file(s) left by a writer that was killed"
         warnings.warn(f"{message} in {stale[0].parent}: {names}", stacklevel=5)
 
 
 def _check_targets(paths: list[Path], overwrite: bool) -> None:
-    """Before writing ``paths``: remove stale temporary files; FileExistsError unless overwrite."""
-    _remove_stale_temps(paths)
+    """Before writing ``paths``: repair what killed writers left; FileExistsError unless overwrite."""
+    if paths[0].parent.is_dir():
+        with _folder_locked(paths[0].parent) as fd:
+            _finish_interrupted(paths[0].parent, fd)
+            _remove_stale_temps(paths)
     existing = [str(p) for p in paths if p.exists()]
     if existing and not overwrite:
         verb = "exists" if len(existing) == 1 else "exist"
@@ -202,12 +238,38 @@ def _check_targets(paths: list[Path], overwrite: bool) -> None:
         raise FileExistsError(message)
 
 
+def _commit(pairs: list[tuple[Path, Path]], overwrite: bool) -> None:
+    """Rename each finished temporary file over its path: one commit for all of them.
+
+    Under the folder's lock, so two writers never interleave their renames: the last to
+    commit wins with all its files. The pairs go to a journal first; a writer killed during
+    the renames leaves it, and the next helpers write into the folder redoes them (the
+    temporary files are complete on disk), so its files end as one complete set.
+    """
+    folder = pairs[0][1].parent
+    journal = folder / f".{pairs[0][1].name}.{os.getpid()}.commit"
+    with _folder_locked(folder) as fd:
+        _finish_interrupted(folder, fd)
+        existing = [str(path) for _, path in pairs if path.exists()]
+        if existing and not overwrite:  # another writer committed since the check
+            raise FileExistsError(f"{', '.join(existing)} appeared while this write ran")
+        temp = _temp_name(journal)
+        temp.write_text(json.dumps([[str(t), str(p)] for t, p in pairs]))
+        os.replace(temp, journal)
+        os.fsync(fd)
+        for temp, path in pairs:
+            os.replace(temp, path)
+        os.fsync(fd)  # the renames are on disk before the journal goes
+        journal.unlink()
+        os.fsync(fd)
+
+
 def _write_all(
     paths: list[Path], payloads: Iterable[bytes], compression: str | None, overwrite: bool
 ) -> list[int]:
     """Deal ``payloads`` round-robin over ``paths``: all files appear, or none (and no temp file).
 
-    An existing file is replaced only by the rename at the very end, so a failed write
+    An existing file is replaced only by the commit at the very end, so a failed write
     never loses the old one.
     """
     _check_targets(paths, overwrite)
@@ -220,7 +282,8 @@ def _write_all(
                 raise TypeError(f"record {number} for {target} is {kind}, expected bytes")
             files[number % len(files)].write(bytes(payload))
         for file in files:
-            file.commit()
+            file.finish()
+        _commit([(file.tmp_name, file.path) for file in files], overwrite)
     except BaseException:
         for file in files:
             file.discard()

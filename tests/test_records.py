@@ -4,6 +4,8 @@ import gzip
 import os
 import pickle
 import struct
+import subprocess
+import sys
 import zlib
 
 import numpy as np
@@ -611,15 +613,80 @@ def test_the_refusal_to_overwrite_names_every_existing_file_in_one_sentence(tmp_
     assert str(caught.value) == f"{both} already exist; pass overwrite=True to replace"
 
 
-def test_the_warning_about_stale_temporary_files_lists_them(tmp_path):
+def test_temporary_files_of_dead_writers_are_removed_and_listed_those_of_live_ones_kept(tmp_path):
     paths = _shard_paths(tmp_path / "train", 2)
-    stale = [tmp_path / f".{p.name}.0123abcd.tmp" for p in paths]
-    for temp in stale:
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
+                          capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
+    stale = [tmp_path / f".{paths[0].name}.{dead}-0123abcd.tmp",
+             tmp_path / f".{paths[1].name}.0123abcd.tmp"]  # fmt: skip  (no pid: an old name)
+    live = tmp_path / f".{paths[1].name}.{os.getpid()}-89abcdef.tmp"  # a writer still at work
+    for temp in [*stale, live]:
         temp.write_bytes(b"half a record")
     with pytest.warns(UserWarning) as caught:
         write_sharded(tmp_path / "train", [b"a", b"b"], 2)
     names = f"{stale[0].name}, {stale[1].name}"
     assert str(caught[0].message) == (
-        f"removed 2 temporary file(s) left by an unfinished earlier write in {tmp_path}: {names}"
+        f"removed 2 temporary file(s) left by a writer that was killed in {tmp_path}: {names}"
     )
     assert not any(temp.exists() for temp in stale)
+    assert live.read_bytes() == b"half a record"
+
+
+_KILLED_DURING_COMMIT = """
+import os, signal, sys
+from helpers import records
+renames = 0
+def replace_then_die(source, target):
+    global renames
+    if str(target).endswith(".tfrecord"):
+        renames += 1
+        if renames == 2:  # one shard renamed, the next not yet
+            os.kill(os.getpid(), signal.SIGKILL)
+    os.rename(source, target)
+records.os.replace = replace_then_die
+records.write_sharded(sys.argv[1], [b"new"] * 3, 3, overwrite=True)
+"""
+
+
+def test_a_writer_killed_between_two_renames_is_finished_by_the_next_write(tmp_path):
+    old = write_sharded(tmp_path / "train", [b"old"] * 3, 3)
+    killed = subprocess.run([sys.executable, "-c", _KILLED_DURING_COMMIT, str(tmp_path / "train")])
+    assert killed.returncode == -9
+    # What the kill left: the first shard new, the others old, and the journal of the commit.
+    assert [list(iter_records(p)) for p in old] == [[b"new"], [b"old"], [b"old"]]
+    assert len(list(tmp_path.glob(".*.commit"))) == 1
+    with pytest.warns(UserWarning, match=r"finished an interrupted write in .*: train-00000-of"):
+        write_records(tmp_path / "other.tfrecord", [b"x"])  # any helpers write into the folder
+    assert [list(iter_records(p)) for p in old] == [[b"new"]] * 3
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [p.name for p in old] + ["other.tfrecord"]
+    )
+
+
+_CONCURRENT_WRITER = """
+import os, sys, time
+from helpers import records
+def slow_replace(source, target):  # widens the window between two renames of one commit
+    os.rename(source, target)
+    time.sleep(0.02 if str(target).endswith(".tfrecord") else 0)
+records.os.replace = slow_replace
+name = sys.argv[2].encode()
+for round in range(5):
+    records.write_sharded(sys.argv[1], [name] * 4000, 4, overwrite=True)
+"""
+
+
+def test_two_concurrent_writers_never_mix_shards_or_delete_each_others_files(tmp_path):
+    prefix = str(tmp_path / "train")
+    writers = [subprocess.Popen([sys.executable, "-c", _CONCURRENT_WRITER, prefix, name],
+                                stderr=subprocess.PIPE, text=True)  # fmt: skip
+               for name in ("A", "B")]
+    errors = [writer.communicate()[1] for writer in writers]
+    assert [writer.returncode for writer in writers] == [0, 0], errors
+    shards = sorted(tmp_path.glob("train-*"))
+    assert len(shards) == 4 and sorted(p.name for p in tmp_path.iterdir()) == [
+        p.name for p in shards
+    ]
+    contents = {payload for shard in shards for payload in iter_records(shard)}
+    assert contents in ({b"A"}, {b"B"})
+    assert all(len(list(iter_records(shard))) == 1000 for shard in shards)
