@@ -215,8 +215,8 @@ def _is_alive(pid: int) -> bool:
 def _remove_stale_temps(paths: list[Path]) -> None:
     """Delete the temporary files of ``paths`` whose writer process has died, and say so."""
     temps = [t for p in paths for t in p.parent.glob(f".{glob.escape(p.name)}.*.tmp")]
-    writers = [re.search(r"\.(\d+)-\w*\.tmp$", t.name) for t in temps]  # None: no pid in it
-    stale = [t for t, w in zip(temps, writers) if not (w and _is_alive(int(w.group(1))))]
+    pids = [re.search(r"\.(\d+)-\w*\.tmp$", t.name) for t in temps]  # None: no pid in the name
+    stale = [t for t, p in zip(temps, pids, strict=True) if not (p and _is_alive(int(p[1])))]
     for temp in stale:
         temp.unlink(missing_ok=True)
     if stale:
@@ -226,7 +226,7 @@ def _remove_stale_temps(paths: list[Path]) -> None:
 
 
 def _check_targets(paths: list[Path], overwrite: bool) -> None:
-    """Before writing ``paths``: repair what killed writers left; FileExistsError unless overwrite."""
+    """Repair what killed writers left next to ``paths``; FileExistsError unless overwrite."""
     if paths[0].parent.is_dir():
         with _folder_locked(paths[0].parent) as fd:
             _finish_interrupted(paths[0].parent, fd)

@@ -617,8 +617,10 @@ def test_temporary_files_of_dead_writers_are_removed_and_listed_those_of_live_on
     paths = _shard_paths(tmp_path / "train", 2)
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
                           capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
-    stale = [tmp_path / f".{paths[0].name}.{dead}-0123abcd.tmp",
-             tmp_path / f".{paths[1].name}.0123abcd.tmp"]  # fmt: skip  (no pid: an old name)
+    stale = [
+        tmp_path / f".{paths[0].name}.{dead}-0123abcd.tmp",
+        tmp_path / f".{paths[1].name}.0123abcd.tmp",
+    ]  # fmt: skip  (no pid: an old name)
     live = tmp_path / f".{paths[1].name}.{os.getpid()}-89abcdef.tmp"  # a writer still at work
     for temp in [*stale, live]:
         temp.write_bytes(b"half a record")
@@ -678,9 +680,14 @@ for round in range(5):
 
 def test_two_concurrent_writers_never_mix_shards_or_delete_each_others_files(tmp_path):
     prefix = str(tmp_path / "train")
-    writers = [subprocess.Popen([sys.executable, "-c", _CONCURRENT_WRITER, prefix, name],
-                                stderr=subprocess.PIPE, text=True)  # fmt: skip
-               for name in ("A", "B")]
+    writers = [
+        subprocess.Popen(
+            [sys.executable, "-c", _CONCURRENT_WRITER, prefix, name],
+            stderr=subprocess.PIPE,
+            text=True,
+        )  # fmt: skip
+        for name in ("A", "B")
+    ]
     errors = [writer.communicate()[1] for writer in writers]
     assert [writer.returncode for writer in writers] == [0, 0], errors
     shards = sorted(tmp_path.glob("train-*"))
