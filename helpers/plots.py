@@ -50,8 +50,7 @@ def _figure(rows: int, columns: int, width: float, height: float, masks):
     size = (width * columns, height * rows + 0.9)
     figure, axes = plt.subplots(rows, columns, figsize=size, squeeze=False, layout="constrained")
     for ax in axes.flat:
-        ax.set_xticks([])
-        ax.set_yticks([])
+        ax.set(xticks=[], yticks=[])
     handles = []
     for name in class_names(masks):
         index = voc.VOID_LABEL if name == "void" else voc.VOC_CLASSES.index(name)
@@ -68,8 +67,7 @@ def show_batch(
     """Draw a batch (uint8 [B, H, W, 3] and [B, H, W, 1]) as a grid of overlays; return the Figure.
 
     Shown in notebook 03. Raises ValueError if the numbers of images, masks and titles (if any)
-    differ or are 0.
-    """
+    differ or are 0."""
     images, masks, titles = np.asarray(images), np.asarray(masks), list(titles or [])
     if len(images) == 0 or len(masks) != len(images) or len(titles) not in (0, len(images)):
         counts = f"{len(images)}, {len(masks)} and {len(titles)}"
@@ -91,12 +89,10 @@ def show_pairs(images, masks, titles: Sequence[str] | None = None, size: float =
     """Draw each image above its mask in VOC colours, one column per pair; return the Figure.
 
     Used in notebooks 02 and 03; the pairs may differ in size. Raises ValueError if the numbers
-    of images, masks and titles (if any) differ or are 0.
-    """
-    if len(images) == 0 or len(masks) != len(images) or len(titles or []) not in (0, len(images)):
+    of images, masks and titles (if any) differ or are 0."""
+    titles, masks = list(titles or []), [_as_mask(mask) for mask in masks]
+    if len(images) == 0 or len(masks) != len(images) or len(titles) not in (0, len(images)):
         raise ValueError("need the same number (at least one) of images, masks and titles")
-    titles = list(titles or [])
-    masks = [_as_mask(mask) for mask in masks]
     figure, axes = _figure(2, len(images), size, size - 0.15, np.concatenate(masks, axis=None))
     for k, (image, mask) in enumerate(zip(images, masks, strict=True)):
         axes[0, k].imshow(np.asarray(image))
