@@ -26,14 +26,12 @@ def _rss_bytes() -> int:
 
 @contextmanager
 def track_peak_memory(interval_s: float = 0.005) -> Iterator[SimpleNamespace]:
-    """Sample resident memory while the ``with`` block runs; yield the result.
+    """Sample resident memory while the ``with`` block runs (notebooks 03, 05); yield the result.
 
     After the block, ``result.peak_increase_mib`` is how far resident memory rose above its
-    level at the start. A spike shorter than ``interval_s`` can be missed. Raises ImportError
-    on a system without ``/proc`` unless psutil is installed.
-    """
-    start = _rss_bytes()
-    peak, done = [start], threading.Event()
+    level at the start; a spike shorter than ``interval_s`` can be missed. Raises ImportError
+    on a system without ``/proc`` unless psutil is installed."""
+    peak, done = [start := _rss_bytes()], threading.Event()
 
     def sample() -> None:
         while not done.wait(interval_s):

@@ -17,28 +17,18 @@ _WORK_ROOT = Path("_work")  # relative to the notebook's own folder
 
 
 def prepare_tensorflow(seed: int = 0, deterministic_ops: bool = True) -> None:
-    """Make TensorFlow quiet and repeatable, then import it.
+    """Make TensorFlow quiet and repeatable, then import it (every Setup cell from notebook 02).
 
-    TensorFlow's C++ logging and its oneDNN notice are controlled only by environment
-    variables read when TensorFlow is first imported, so this must run before ``import
-    tensorflow`` (running it again later is harmless, but changes no C++ setting then).
-    It also turns on the pooling CPU allocator (``TF_CPU_ALLOCATOR_USE_BFC``; a value you set
-    wins): the default returns every freed batch buffer to the system, and the next batch
-    page-faults it in again, a quarter of notebook 03's CPU (``benchmarks/bench_pipeline.py``).
-
-    Args:
-        seed: seeds Python's ``random``, NumPy's and TensorFlow's global generators
-            (``keras.utils.set_random_seed``); notebooks still pass explicit seeds.
-        deterministic_ops: turn on ``tf.config.experimental.enable_op_determinism``.
-
-    Raises:
-        TypeError, ValueError: if ``seed`` is not a non-negative int (``None`` included).
-        ImportError: if TensorFlow is not installed.
-    """
+    TensorFlow's C++ logging and oneDNN notice obey environment variables read at its first
+    import, so call this before ``import tensorflow`` (again later: harmless, no C++ effect).
+    ``seed`` seeds Python's, NumPy's and TensorFlow's global generators; ``deterministic_ops``
+    turns on ``enable_op_determinism``. Raises TypeError or ValueError for a ``seed`` that is not
+    a non-negative int (``None`` included), ImportError without TensorFlow."""
     seed = check_seed(seed)
     os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"  # C++ INFO, WARNING and ERROR lines
     os.environ["TF_ENABLE_ONEDNN_OPTS"] = "0"  # the oneDNN notice ignores the log level
-    # Pool freed buffers, so that a batch does not page-fault its memory in again.
+    # A pooling allocator (a value you set wins): by default every freed batch buffer goes back
+    # to the system and is page-faulted in again, a quarter of notebook 03's CPU (bench_pipeline)
     os.environ.setdefault("TF_CPU_ALLOCATOR_USE_BFC", "true")
 
     import absl.logging
@@ -52,12 +42,11 @@ def prepare_tensorflow(seed: int = 0, deterministic_ops: bool = True) -> None:
 
 
 def work_dir(name: str, root: Path | str = _WORK_ROOT) -> Path:
-    """Return an empty folder ``<root>/<name>`` for a notebook's files.
+    """Return an empty folder ``<root>/<name>`` for a notebook's files (notebook 01's Setup).
 
-    Anything a previous run left there is removed first, so every run starts from the same
-    state; the path is relative (``_work/<name>``), so it prints the same on every machine.
-    Raises ValueError if ``name`` is not a plain folder name.
-    """
+    What a previous run left there is removed first, so every run starts alike; the path is
+    relative (``_work/<name>``), so it prints the same on every machine. Raises ValueError if
+    ``name`` is not a plain folder name."""
     if not name or Path(name).name != name or name in {".", ".."}:
         raise ValueError(f"work folder name must be a plain name, got {name!r}")
     path = Path(root) / name
