@@ -21,7 +21,14 @@ from pathlib import Path
 
 from helpers import voc
 from helpers._checks import check_compression, check_int, check_seed
-from helpers.records import _check_targets, _commit, _shard_paths, _temp_name, write_records
+from helpers.records import (
+    _check_targets,
+    _commit,
+    _output_folder,
+    _shard_paths,
+    _temp_name,
+    write_records,
+)
 from helpers.voc_records import _check_task, record_payload, split_order
 
 # The first exception line in the text of a worker's traceback, the error itself (a VOCError or
@@ -120,22 +127,22 @@ def convert_with_beam(
     if isinstance(beam_options, str) or not all(isinstance(o, str) for o in beam_options):
         raise TypeError(f"beam_options must be a list of strings, got {beam_options!r}")
     paths = _shard_paths(out_prefix, num_shards, compression)
-    Path(out_prefix).parent.mkdir(parents=True, exist_ok=True)
-    _check_targets(paths, overwrite)  # the local engine's checks, before Beam starts
-    ids = split_order(voc_root, split, task, shuffle_seed)
-    temps = [_temp_name(p.absolute(), "beam") for p in paths]
-    job = {"options": list(beam_options), "verbose": verbose, "ids": ids, "root": str(voc_root),
-           "task": task, "encoding": encoding, "temps": [str(t) for t in temps],
-           "compression": compression}  # fmt: skip
-    try:
-        _run_in_child(job, verbose, timeout)
-        for temp in temps[len(ids) :]:  # shards that receive no record: valid empty files
-            write_records(temp, [], compression)
-        _commit(list(zip(temps, paths, strict=True)), overwrite)
-    finally:
-        for temp in temps:  # and the temporary files of a worker's write_records
-            for leftover in temp.parent.glob(f"*{temp.name}*"):
-                leftover.unlink(missing_ok=True)
+    with _output_folder(out_prefix):
+        _check_targets(paths, overwrite)  # the local engine's checks, before Beam starts
+        ids = split_order(voc_root, split, task, shuffle_seed)
+        temps = [_temp_name(p.absolute(), "beam") for p in paths]
+        job = {"options": list(beam_options), "verbose": verbose, "ids": ids, "root": str(voc_root),
+               "task": task, "encoding": encoding, "temps": [str(t) for t in temps],
+               "compression": compression}  # fmt: skip
+        try:
+            _run_in_child(job, verbose, timeout)
+            for temp in temps[len(ids) :]:  # shards that receive no record: valid empty files
+                write_records(temp, [], compression)
+            _commit(list(zip(temps, paths, strict=True)), overwrite)
+        finally:
+            for temp in temps:  # and the temporary files of a worker's write_records
+                for leftover in temp.parent.glob(f"*{temp.name}*"):
+                    leftover.unlink(missing_ok=True)
     return paths
 
 

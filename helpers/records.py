@@ -264,6 +264,21 @@ def _commit(pairs: list[tuple[Path, Path]], overwrite: bool) -> None:
         os.fsync(fd)
 
 
+@contextlib.contextmanager
+def _output_folder(prefix: str | os.PathLike) -> Iterator[None]:
+    """Create the folder of ``prefix`` as needed; if the work inside fails, remove what it made."""
+    folder = Path(prefix).absolute().parent
+    missing = [f for f in (folder, *folder.parents) if not f.exists()]  # deepest first
+    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        yield
+    except BaseException:
+        for made in missing:
+            with contextlib.suppress(OSError):  # not empty: another process wrote there too
+                made.rmdir()
+        raise
+
+
 def _write_all(
     paths: list[Path], payloads: Iterable[bytes], compression: str | None, overwrite: bool
 ) -> list[int]:

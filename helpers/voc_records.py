@@ -23,7 +23,7 @@ from tqdm import tqdm
 from helpers import voc
 from helpers._checks import check_int
 from helpers.describe import _example_bytes, _message
-from helpers.records import RecordError, iter_records, verify, write_sharded
+from helpers.records import RecordError, _output_folder, iter_records, verify, write_sharded
 
 # The one place the keys live: each schema maps a key to the kind of its single value.
 _OPTIONAL = {"filename": b""}  # keys a record may lack (the original guide has no filename)
@@ -180,7 +180,8 @@ def convert_split(
     ``.tfrecord`` (``.gz``/``.zz`` when compressed), all or nothing: an error half way leaves
     no output file. The order is the split file's, or with ``shuffle_seed`` the uniform
     permutation :func:`split_order` gives (the Beam engine writes the same bytes, notebook 08).
-    Creates the folder of ``out_prefix``; a tqdm bar goes to stderr if ``progress``.
+    Creates the folder of ``out_prefix`` (removed again if the conversion fails); a tqdm bar
+    goes to stderr if ``progress``.
     Shown in notebook 02 ("Make it sturdy"); ``python -m helpers convert-voc``.
 
     Raises:
@@ -190,7 +191,6 @@ def convert_split(
     """
     _check_task(task, encoding)
     num_shards = check_int(num_shards, "num_shards", minimum=1)
-    Path(out_prefix).parent.mkdir(parents=True, exist_ok=True)
 
     def payloads() -> Iterator[bytes]:  # runs only once write_sharded has checked the names
         ids = split_order(voc_root, split, task, shuffle_seed)
@@ -200,7 +200,8 @@ def convert_split(
             for image_id in bar:
                 yield record_payload(voc_root, image_id, task, encoding)
 
-    return write_sharded(out_prefix, payloads(), num_shards, compression, overwrite)
+    with _output_folder(out_prefix):
+        return write_sharded(out_prefix, payloads(), num_shards, compression, overwrite)
 
 
 @dataclass(frozen=True)

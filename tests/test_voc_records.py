@@ -195,7 +195,7 @@ def test_a_bad_jpeg_names_the_id_and_file_and_leaves_no_output(
     message = str(caught.value)
     assert "photo of image id 'img_b' cannot be decoded" in message
     assert str(voc.image_path(voc_root, "img_b")) in message
-    assert list(out.iterdir()) == []  # neither shards nor temporary files
+    assert not out.exists()  # neither shards nor temporary files, nor the folder made for them
 
 
 @pytest.mark.parametrize("compression", ["GZIP", "ZLIB"])
@@ -643,3 +643,15 @@ def test_convert_split_of_boxes_says_detection_in_its_progress_bar(tmp_path, cap
     paths = convert_split(voc.sample_root(), "trainval", tmp_path / "boxes", task="detection")
     assert verify(paths[0]) == len(voc.read_split(voc.sample_root(), "trainval", folder="Main"))
     assert "trainval (detection)" in capsys.readouterr().err
+
+
+def test_a_failed_conversion_removes_only_the_folders_it_made(voc_root, tmp_path):
+    truncate(voc.image_path(voc_root, "img_b"))
+    mine = tmp_path / "mine"
+    mine.mkdir()
+    (mine / "notes.txt").write_text("kept")
+    for prefix in (tmp_path / "a" / "b" / "train", mine / "train"):
+        with pytest.raises(voc.VOCError):
+            convert_split(voc_root, "train", prefix, 2, progress=False)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["VOC2012", "mine"]
+    assert [p.name for p in mine.iterdir()] == ["notes.txt"]
