@@ -70,32 +70,30 @@ def _common_format(paths: list[Path], encoding: str, compression: object) -> tup
     """The (encoding, compression) of every file; ValueError naming a file that differs."""
     if encoding not in ("auto", *_READ):
         raise ValueError(f"encoding must be 'auto', 'raw' or 'encoded', got {encoding!r}")
-    compression = compression if compression == "auto" else check_compression(compression)
-    seen: dict[str, tuple] = {}
-    for path in paths:
-        stored = detect_compression(path)
-        found = {"compression": stored, "encoding": _schema(path, stored)}
-        for field, asked in (("compression", compression), ("encoding", encoding)):
-            if found[field] is None and (field == "encoding" or not path.stat().st_size):
-                continue  # an empty file, or no records: any format fits
-            if asked not in ("auto", found[field]):
-                asked = f"{path}: {field}={asked!r} was asked for"
-                raise ValueError(f"{asked}, but the file's {field} is {found[field]!r}")
-            other, known = seen.setdefault(field, (path, found[field]))
-            if known != found[field]:
-                disagree = f"{other} is {known!r} but {path} is {found[field]!r}"
+    asked = {"encoding": encoding}
+    asked["compression"] = compression if compression == "auto" else check_compression(compression)
+    stored = {path: detect_compression(path) for path in paths if path.stat().st_size}
+    schemas = {path: _schema(path, how) for path, how in stored.items()}
+    found = {"compression": stored, "encoding": {p: e for p, e in schemas.items() if e}}
+    for field, values in found.items():  # files of no records are left out: any format fits
+        first, known = next(iter(values.items()), (None, None))
+        for path, value in values.items():
+            if asked[field] not in ("auto", value):
+                asking = f"{path}: {field}={asked[field]!r} was asked for"
+                raise ValueError(f"{asking}, but the file's {field} is {value!r}")
+            if value != known:
+                disagree = f"{first} is {known!r} but {path} is {value!r}"
                 raise ValueError(f"files disagree on {field}: {disagree}; read them separately")
-    if "encoding" not in seen:
+    if not found["encoding"]:
         raise ValueError(f"no records in {', '.join(map(str, paths))}")
-    return seen["encoding"][1], seen.get("compression", (None, None))[1]
+    return next(iter(found["encoding"].values())), next(iter(stored.values()))
 
 
 def _decode(serialized, encoding: str, where: list):
     """One record to (image [H, W, 3], mask [H, W, 1]); notebook 03, "Parse and decode one record".
 
-    Defaults (-1, b"") make a missing feature fail a check naming ``where`` (file, "record",
-    index). Checks hold only strings and int32: other data make ``Assert`` a stateful ``If``;
-    under op determinism one such op makes TensorFlow run the pipeline serially."""
+    A missing feature (default -1 or b"") fails a check naming ``where`` (file, "record", index).
+    Checks hold only strings and int32: other data would make a stateful op (serial pipeline)."""
     import tensorflow as tf
 
     from helpers.voc_records import feature_spec
@@ -141,9 +139,9 @@ def crop_or_pad(image, mask, size: tuple[int, int], position=None):
     """Crop or pad ``image`` [H, W, 3] and ``mask`` [H, W, 1] to ``size``, with one window.
 
     The image is padded with 0, the mask with ``voc.VOID_LABEL``. ``position`` None centres
-    the window (the image then equals ``tf.image.resize_with_crop_or_pad``'s); two floats in
-    [0, 1) place it (random crops). Shown in notebook 03, "Crop or pad, and pad masks with void".
-    Raises ValueError or TypeError if ``size`` is not two positive integers."""
+    the window (as ``tf.image.resize_with_crop_or_pad``); two floats in [0, 1) place it. Notebook
+    03, "Crop or pad, and pad masks with void". ValueError or TypeError if ``size`` is not two
+    positive integers."""
     import tensorflow as tf
 
     size = _check_size(size)
@@ -177,20 +175,14 @@ def voc_batches(
 ):
     """Batches ``(images uint8 [B, H, W, 3], masks uint8 [B, H, W, 1])`` from VOC TFRecord files.
 
-    Notebook 03 shows each step ("Read the files in turn", "Parse and decode one record", "Crop
-    or pad, and pad masks with void", "Flip image and mask together", "Shuffle, batch, prefetch")
-    and checks in "Save the pipeline as voc_batches" that this gives the same batches.
-    ``files``: a path, glob pattern or list; ``shuffle_buffer``: records held (0: files in the
-    given order); ``seed`` (an int) fixes file order, shuffle and augmentation (with the global
-    seed ``prepare_tensorflow`` sets), new each epoch; ``augment``: random windows, joint flips;
-    ``encoding`` ("raw": height, width, image_raw, mask_raw, optional filename; "encoded"),
-    ``compression`` (None, "GZIP", "ZLIB"): "auto" detects. As ``benchmarks/bench_pipeline.py``
-    measured, records are read with ``buffer_size=0`` and tf.data autotuning is off.
-
-    Raises TypeError (a size or seed not an int, None too), FileNotFoundError, ValueError (bad
-    argument, files that disagree, record 0 in neither schema: keys found and expected) or
-    RecordError naming the file; later, tf.errors.InvalidArgumentError names the file and index
-    of a record whose sizes do not add up."""
+    Notebook 03 builds it step by step and checks in "Save the pipeline as voc_batches" that
+    this gives the same batches. ``files``: a path, glob pattern or list; ``shuffle_buffer``:
+    records held (0: files in the given order); ``seed`` fixes file order, shuffle and
+    augmentation, new each epoch; ``augment``: random windows, joint flips; ``encoding`` ("raw"
+    or "encoded") and ``compression`` (None, "GZIP", "ZLIB"): "auto" detects. Raises TypeError
+    (a size or seed not an int), FileNotFoundError, ValueError (bad argument, files that
+    disagree, record 0 in neither schema) or RecordError naming the file; later,
+    tf.errors.InvalidArgumentError names the file and index of a record that does not add up."""
     import tensorflow as tf
 
     batch_size = check_int(batch_size, "batch_size", minimum=1)
