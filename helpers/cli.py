@@ -16,7 +16,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from helpers.records import RecordError
+from helpers.records import RecordError, verify
 
 _DETECT = object()  # a non-string default: argparse passes string defaults through `type`
 _say = functools.partial(print, flush=True)  # flushed, so that stdout and stderr stay in order
@@ -39,22 +39,6 @@ def _compression(text: str) -> str | None:
     if text.upper() not in ("GZIP", "ZLIB", "NONE"):
         raise argparse.ArgumentTypeError(f"expected GZIP, ZLIB or NONE, got {text!r}")
     return None if text.upper() == "NONE" else text.upper()
-
-
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line with ``argv`` (default ``sys.argv[1:]``); return the exit status."""
-    try:
-        args = _parser().parse_args(argv)
-    except SystemExit as exit_:  # --help (0) or a usage error (2, message already printed)
-        return int(exit_.code or 0)
-    try:
-        return args.run(args)
-    except KeyboardInterrupt:
-        _complain("interrupted")
-        return 130
-    except BrokenPipeError:  # e.g. `... inspect big.tfrecord | head`: stop quietly
-        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
-        return 1
 
 
 def _each_file(args: argparse.Namespace, work: Callable[[Path, str | None], object]) -> int:
@@ -80,8 +64,6 @@ def _each_file(args: argparse.Namespace, work: Callable[[Path, str | None], obje
 
 
 def _verify(args: argparse.Namespace) -> int:
-    from helpers.records import verify
-
     def check(path: Path, compression: str | None) -> None:
         count, how = verify(path, compression), f", {compression}" if compression else ""
         _say(f"{path}: ok, {count:,} record{'' if count == 1 else 's'}{how}")
@@ -126,15 +108,13 @@ def _convert_voc(args: argparse.Namespace) -> int:
     try:
         root = args.voc_root if args.voc_root is not None else voc.voc_root()
         if args.engine == "beam":
-            from helpers import beam
+            from helpers.beam import convert_with_beam as convert
 
-            options = {"beam_options": args.beam_option, "verbose": args.verbose}
-            paths = beam.convert_with_beam(root, args.split, args.out, **options, **common)
+            common |= {"beam_options": args.beam_option, "verbose": args.verbose}
         else:
-            progress = not args.quiet
-            paths = voc_records.convert_split(
-                root, args.split, args.out, progress=progress, **common
-            )
+            convert = voc_records.convert_split
+            common["progress"] = not args.quiet
+        paths = convert(root, args.split, args.out, **common)
     except FileExistsError as error:
         exists = str(error).split("; pass overwrite=True")[0]
         _complain(f"convert-voc: {exists}; pass --overwrite to replace")
@@ -148,8 +128,10 @@ def _convert_voc(args: argparse.Namespace) -> int:
         _complain(f"convert-voc: the Beam pipeline failed: {error} (--verbose shows Beam's log)")
         return 1
     where = str(paths[0]) if len(paths) == 1 else f"{paths[0]} ... {paths[-1].name}"
-    summary = voc_records.summarize(paths, args.compression)
-    _say(f"wrote split {args.split!r}: {summary}: {where}")
+    records = sum(verify(path, args.compression) for path in paths)  # what was written reads back
+    size, files = sum(path.stat().st_size for path in paths), len(paths)
+    counts = f"{records:,} record{'s' * (records != 1)} in {files} file{'s' * (files != 1)}"
+    _say(f"wrote split {args.split!r}: {counts}, {size:,} bytes: {where}")
     return 0
 
 
@@ -211,7 +193,8 @@ _COMMANDS = {  # name: (run, help, rest of the description, [(flags, add_argumen
 # fmt: on
 
 
-def _parser() -> argparse.ArgumentParser:
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line with ``argv`` (default ``sys.argv[1:]``); return the exit status."""
     name = Path(sys.argv[0]).name if sys.argv and sys.argv[0] else ""
     parser = argparse.ArgumentParser(
         prog=name if name == "tfrecord-helpers" else "python -m helpers",
@@ -225,4 +208,15 @@ def _parser() -> argparse.ArgumentParser:
         sub.set_defaults(run=run)
         for flags, keywords in options:
             sub.add_argument(*flags.split(), **keywords)
-    return parser
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exit_:  # --help (0) or a usage error (2, message already printed)
+        return int(exit_.code or 0)
+    try:
+        return args.run(args)
+    except KeyboardInterrupt:
+        _complain("interrupted")
+        return 130
+    except BrokenPipeError:  # e.g. `... inspect big.tfrecord | head`: stop quietly
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1

@@ -28,6 +28,9 @@ VOC_CLASSES: tuple[str, ...] = (
     "sheep", "sofa", "train", "tvmonitor",
 )  # fmt: skip
 
+#: The first bytes of every JPEG file (its start-of-image marker and the next marker's 0xFF).
+_JPEG_MAGIC = b"\xff\xd8\xff"
+
 #: Mask value for "not labelled" (object outlines, ambiguous regions); losses ignore it.
 VOID_LABEL = 255
 
@@ -158,6 +161,15 @@ def load_image(root: _PathLike, image_id: str) -> np.ndarray:
         if image.mode == "P" and "transparency" in image.info:
             image = image.convert("RGBA")  # PIL wants palette transparency resolved first
         return np.array(image if image.mode == "RGB" else image.convert("RGB"), dtype=np.uint8)
+
+
+def _read_jpeg(root: _PathLike, image_id: str) -> bytes:
+    """The bytes of the photo file of ``image_id``; VOCError if it is not a JPEG file."""
+    path = image_path(root, image_id)
+    jpeg = path.read_bytes()
+    if not jpeg.startswith(_JPEG_MAGIC):
+        raise VOCError(f"photo of image id {image_id!r} is not a JPEG file: {path}")
+    return jpeg
 
 
 def load_mask(root: _PathLike, image_id: str) -> np.ndarray:

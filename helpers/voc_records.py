@@ -1,4 +1,4 @@
-"""VOC image/mask pairs as ``tf.train.Example`` records: two schemas, a converter, a reader.
+"""VOC image/mask pairs as ``tf.train.Example`` records: two schemas and a converter.
 
 Notebook 02 writes all of this in its own cells first; this module remembers it for later
 notebooks and ``python -m helpers convert-voc``. The **raw** schema holds the uint8 pixels
@@ -12,18 +12,16 @@ from __future__ import annotations
 import io
 import os
 import sys
-from collections.abc import Iterable, Iterator
-from dataclasses import dataclass
+from collections.abc import Iterator
 from pathlib import Path
 
-import numpy as np
 from PIL import Image
 from tqdm import tqdm
 
 from helpers import voc
 from helpers._checks import check_int
-from helpers.describe import _example_bytes, _message
-from helpers.records import RecordError, _output_folder, iter_records, verify, write_sharded
+from helpers.describe import _example_bytes
+from helpers.records import _output_folder, write_sharded
 
 # The one place the keys live: each schema maps a key to the kind of its single value.
 _OPTIONAL = {"filename": b""}  # keys a record may lack (the original guide has no filename)
@@ -89,9 +87,7 @@ def _pair_payload(root: str | os.PathLike, image_id: str, encoding: str) -> byte
         values = {"height": height, "width": width, "image_raw": image.tobytes(),
                   "mask_raw": mask.tobytes(), "filename": path.name.encode()}  # fmt: skip
     else:
-        jpeg = path.read_bytes()
-        if not jpeg.startswith(b"\xff\xd8\xff"):  # a JPEG file's start-of-image marker
-            raise voc.VOCError(f"photo of image id {image_id!r} is not a JPEG file: {path}")
+        jpeg = voc._read_jpeg(root, image_id)
         png = io.BytesIO()  # grayscale: tf.io.decode_png gives the indices back, not colours
         Image.fromarray(mask).save(png, format="PNG")
         values = {"image/encoded": jpeg, "image/filename": path.name.encode(),
@@ -202,108 +198,3 @@ def convert_split(
 
     with _output_folder(out_prefix):
         return write_sharded(out_prefix, payloads(), num_shards, compression, overwrite)
-
-
-@dataclass(frozen=True)
-class _Summary:
-    files: int
-    records: int
-    bytes: int
-
-    def __str__(self) -> str:
-        records, files = (f"{n:,} {w}{'' if n == 1 else 's'}" for n, w in
-                          ((self.records, "record"), (self.files, "file")))  # fmt: skip
-        return f"{records} in {files}, {self.bytes:,} bytes"
-
-
-def summarize(paths: Iterable[str | os.PathLike], compression: str | None = None) -> _Summary:
-    """Check every record of ``paths``; return ``.files``, ``.records`` and ``.bytes`` on disk.
-
-    Its ``str()`` is one line: "9 records in 2 files, 6,023,700 bytes". Shown in notebook 02.
-
-    Raises:
-        helpers.records.RecordError: at the first damaged record.
-    """
-    paths = [Path(p) for p in paths]
-    records = sum(verify(path, compression) for path in paths)
-    return _Summary(len(paths), records, sum(path.stat().st_size for path in paths))
-
-
-class _Bad(ValueError):
-    """What is wrong with one record's Example; :func:`read_pairs` says where."""
-
-
-def _values(payload: bytes, schema: dict[str, str]) -> dict[str, int | bytes]:
-    """The single value of every key of ``schema`` in a serialized Example."""
-    from google.protobuf.message import DecodeError
-
-    try:
-        features = _message("Example").FromString(payload).features.feature
-    except DecodeError:
-        raise _Bad("the payload is not a serialized tf.train.Example") from None
-    if missing := [key for key in schema if key not in features and key not in _OPTIONAL]:
-        fits = [name for name, keys in _SCHEMAS.items() if {*keys} - {*_OPTIONAL} <= {*features}]
-        fits = f"it is in the {fits[0]} schema" if fits else "it matches neither schema"
-        expected = sorted(key + " (optional)" * (key in _OPTIONAL) for key in schema)
-        found = f"keys found {sorted(features)}, expected {expected}"
-        raise _Bad(f"no feature {missing[0]!r}; {found}; {fits}")
-    values = {}
-    for key, kind in ((key, kind) for key, kind in schema.items() if key in features):
-        found = features[key].WhichOneof("kind")
-        if found != f"{kind}_list":
-            raise _Bad(f"feature {key!r} holds a {found}, expected a {kind}_list")
-        if len(listed := getattr(features[key], found).value) != 1:
-            raise _Bad(f"feature {key!r} holds {len(listed)} values, expected 1")
-        values[key] = listed[0]
-    return values
-
-
-def _decode(values: dict, encoding: str, where: str) -> tuple[str, np.ndarray, np.ndarray]:
-    """``(name, image, mask)`` of one record; ``where`` is the name of one without a file name."""
-    name = values.get("filename" if encoding == "raw" else "image/filename", b"").decode()
-    about = f"{name}: " if name else ""  # read_pairs names the file and record anyway
-    if encoding == "raw":
-        size = values["height"], values["width"]
-        image, mask = values["image_raw"], values["mask_raw"]
-        if min(size) < 0 or len(image) != 3 * size[0] * size[1] or len(mask) != len(image) // 3:
-            raise _Bad(f"{about}{len(image)} image and {len(mask)} mask bytes for {size}")
-        image = np.frombuffer(image, np.uint8).reshape(*size, 3)
-        return name or where, image, np.frombuffer(mask, np.uint8).reshape(size)
-    size, pictures = (values["image/height"], values["image/width"]), []
-    for key in ("image/encoded", "image/segmentation/class/encoded"):
-        try:
-            with Image.open(io.BytesIO(values[key])) as picture:
-                rgb = key == "image/encoded"
-                pictures.append(np.array(picture.convert("RGB") if rgb else picture))
-        except OSError as error:
-            raise _Bad(f"{about}feature {key!r} is not a readable image ({error})") from None
-    if pictures[0].shape[:2] != size or pictures[1].shape != size:
-        raise _Bad(f"{about}image {pictures[0].shape}, mask {pictures[1].shape}, sizes {size}")
-    return name or where, *pictures
-
-
-def read_pairs(
-    paths: Iterable[str | os.PathLike], encoding: str = "raw", compression: str | None = None
-) -> Iterator[tuple[str, np.ndarray, np.ndarray]]:
-    """Yield ``(name, image, mask)`` for every record of ``paths``, in plain Python.
-
-    What notebook 02 does by hand in "Read the records in plain Python", with checks:
-    :func:`helpers.records.iter_records`, protobuf, NumPy for the raw schema and Pillow for
-    the encoded one (so a JPEG decodes as in :func:`helpers.voc.load_image`). ``name`` is
-    the record's file name, or ``"<file>: record <i>"`` without one (the raw ``filename`` is
-    optional: "Read the file of the original guide"). Raw arrays are read-only views.
-
-    Raises:
-        helpers.records.RecordError: naming the file, record index and byte offset for a
-            damaged record, a payload that is no Example, missing features (with the keys
-            found and expected), one of the wrong kind or size, or pixels that do not fit.
-        ValueError: for an unknown ``encoding`` or ``compression``.
-    """
-    schema = _schema(encoding)
-    for path in paths:
-        for index, (offset, payload) in enumerate(iter_records(path, compression, offsets=True)):
-            try:
-                pair = _decode(_values(payload, schema), encoding, f"{path}: record {index}")
-            except _Bad as error:
-                raise RecordError(path, index, offset, f"{encoding} schema: {error}") from None
-            yield pair

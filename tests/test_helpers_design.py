@@ -42,8 +42,13 @@ def public_names(path: Path) -> list[str]:
 
 
 def notebook_code(path: Path) -> str:
-    notebook = json.loads(path.read_text())
-    return "\n".join("".join(c["source"]) for c in notebook["cells"] if c["cell_type"] == "code")
+    """The code cells as Python: a ``%%writefile`` cell's file, other magics as IPython's calls."""
+    from IPython.core.inputtransformer2 import TransformerManager
+
+    notebook, python = json.loads(path.read_text()), TransformerManager().transform_cell
+    sources = ["".join(c["source"]) for c in notebook["cells"] if c["cell_type"] == "code"]
+    written = [s.partition("\n")[2] for s in sources if s.startswith("%%writefile")]
+    return "\n".join([python(s) for s in sources] + written)
 
 
 def helper_uses(source: str) -> dict[str, set[str]]:

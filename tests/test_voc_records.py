@@ -12,9 +12,9 @@ from lock_imports import require
 from PIL import Image
 
 from helpers import voc, voc_records
-from helpers.records import RecordError, _shard_paths, iter_records, verify, write_records
+from helpers.records import _shard_paths, iter_records, verify, write_records
 from helpers.shuffle import permutation
-from helpers.voc_records import convert_split, feature_spec, read_pairs, summarize, voc_example
+from helpers.voc_records import convert_split, feature_spec, voc_example
 
 tf = require("tensorflow")
 
@@ -64,6 +64,24 @@ def voc_root(tmp_path):
 
 def serialized(example):
     return example.SerializeToString(deterministic=True)
+
+
+def read_pairs(paths, encoding="raw", compression=None):
+    """``(filename, image, mask)`` of every record, parsed as notebook 02 does (PIL decodes)."""
+    pairs, spec = [], feature_spec(encoding)
+    for record in tf.data.TFRecordDataset([str(p) for p in paths], compression or ""):
+        f = {k: v.numpy() for k, v in tf.io.parse_single_example(record, spec).items()}
+        if encoding == "raw":
+            size = int(f["height"]), int(f["width"])
+            image = np.frombuffer(f["image_raw"], np.uint8).reshape(*size, 3)
+            mask = np.frombuffer(f["mask_raw"], np.uint8).reshape(size)
+            name = f["filename"]
+        else:
+            image = np.array(Image.open(io.BytesIO(f["image/encoded"])).convert("RGB"))
+            mask = np.array(Image.open(io.BytesIO(f["image/segmentation/class/encoded"])))
+            name = f["image/filename"]
+        pairs.append((name.decode(), image, mask))
+    return pairs
 
 
 def pairs_by_name(paths, encoding, compression=None):
@@ -315,137 +333,8 @@ def test_the_embedded_sample_converts(tmp_path):
     root = voc.sample_root()
     ids = voc.read_split(root, "train")
     paths = convert_split(root, "train", tmp_path / "sample", 2, "encoded", progress=False)
-    assert summarize(paths).records == len(ids)
+    assert sum(verify(p) for p in paths) == len(ids)
     assert sorted(pairs_by_name(paths, "encoded")) == sorted(f"{i}.jpg" for i in ids)
-
-
-# --------------------------------------------------------------------------- summary
-
-
-def test_summarize_counts_records_and_bytes(voc_root, tmp_path):
-    paths = convert_split(voc_root, "trainval", tmp_path / "tv", num_shards=3, progress=False)
-    summary = summarize(paths)
-    assert (summary.files, summary.records) == (3, 5)
-    assert summary.bytes == sum(p.stat().st_size for p in paths)
-    assert str(summary) == f"5 records in 3 files, {summary.bytes:,} bytes"
-    one = convert_split(voc_root, "val", tmp_path / "one", 2, progress=False)[:1]
-    assert str(summarize(one)).startswith("1 record in 1 file, ")
-    paths[1].write_bytes(paths[1].read_bytes()[:-1])
-    with pytest.raises(RecordError, match="tv-00001-of-00003.tfrecord: record 1"):
-        summarize(paths)
-
-
-# --------------------------------------------------------------------------- read_pairs errors
-
-
-def raw_features(height=2, width=3, image=b"\0" * 18, mask=b"\0" * 6, filename=b"bad.jpg"):
-    def value(v):
-        if isinstance(v, int):
-            return tf.train.Feature(int64_list=tf.train.Int64List(value=[v]))
-        return tf.train.Feature(bytes_list=tf.train.BytesList(value=[v]))
-
-    values = dict(zip(RAW_KEYS, (height, width, image, mask, filename), strict=True))
-    return {key: value(v) for key, v in values.items()}
-
-
-def file_with(tmp_path, features, good_first=True):
-    """A file whose record 1 (or 0) is an Example with ``features``; record 0 is a good one."""
-    records = [serialized(tf.train.Example(features=tf.train.Features(feature=raw_features())))]
-    if not good_first:
-        records = []
-    records.append(serialized(tf.train.Example(features=tf.train.Features(feature=features))))
-    path = tmp_path / "bad.tfrecord"
-    write_records(path, records, overwrite=True)
-    return path
-
-
-def test_the_raw_feature_builder_of_these_tests_is_valid(tmp_path):
-    pairs = list(read_pairs([file_with(tmp_path, raw_features())]))
-    assert [(name, image.shape, mask.shape) for name, image, mask in pairs] == [
-        ("bad.jpg", (2, 3, 3), (2, 3))
-    ] * 2
-
-
-def expect_error(path, match, encoding="raw"):
-    with pytest.raises(RecordError, match=match) as caught:
-        list(read_pairs([path], encoding))
-    return caught.value
-
-
-def test_a_missing_feature_names_file_record_offset_and_feature(tmp_path):
-    features = raw_features()
-    del features["mask_raw"]
-    path = file_with(tmp_path, features)
-    error = expect_error(path, r"raw schema: no feature 'mask_raw'; keys found \['filename'")
-    assert (error.path, error.index, error.offset) == (
-        str(path),
-        1,
-        len(next(iter_records(path))) + 16,
-    )
-    assert str(error).startswith(f"{path}: record 1 at byte {error.offset}: ")
-
-
-def test_a_feature_of_the_wrong_kind_is_named(tmp_path):
-    features = raw_features()
-    features["height"] = tf.train.Feature(bytes_list=tf.train.BytesList(value=[b"2"]))
-    expect_error(
-        file_with(tmp_path, features), "feature 'height' holds a bytes_list, expected a int64_list"
-    )
-    features["height"] = tf.train.Feature(float_list=tf.train.FloatList(value=[2.0]))
-    expect_error(file_with(tmp_path, features), "feature 'height' holds a float_list, expected")
-
-
-def test_a_feature_with_several_values_is_named(tmp_path):
-    features = raw_features()
-    features["width"] = tf.train.Feature(int64_list=tf.train.Int64List(value=[3, 3]))
-    expect_error(file_with(tmp_path, features), "feature 'width' holds 2 values, expected 1")
-
-
-@pytest.mark.parametrize(
-    "change", [{"image": b"\0" * 17}, {"mask": b"\0" * 7}, {"height": 3}, {"height": -2}]
-)
-def test_pixel_bytes_that_do_not_fit_the_sizes_are_refused(tmp_path, change):
-    features = raw_features(**change)
-    expect_error(
-        file_with(tmp_path, features), r"raw schema: bad.jpg: \d+ image and \d+ mask bytes for"
-    )
-
-
-def test_a_payload_that_is_not_an_example(tmp_path):
-    path = tmp_path / "text.tfrecord"
-    write_records(path, [b"\xff\xff\xff not protobuf"])
-    expect_error(
-        path, "record 0 at byte 0: raw schema: the payload is not a serialized tf.train.Example"
-    )
-
-
-def test_reading_with_the_other_schema_says_which_schema_it_is(voc_root, tmp_path):
-    raw = convert_split(voc_root, "val", tmp_path / "raw", progress=False)
-    error = expect_error(raw[0], "encoded schema: no feature 'image/encoded'", "encoded")
-    assert error.reason.endswith("; it is in the raw schema")
-    assert "keys found ['filename', 'height', 'image_raw', 'mask_raw', 'width']" in error.reason
-    encoded = convert_split(voc_root, "val", tmp_path / "enc", encoding="encoded", progress=False)
-    error = expect_error(encoded[0], r"raw schema: no feature 'height'; keys found \['image/chan")
-    assert error.reason.endswith("; it is in the encoded schema")
-
-
-def test_encoded_records_with_a_broken_image_or_wrong_sizes(voc_root, tmp_path):
-    example = voc_example(voc_root, "img_a", "encoded")
-    example.features.feature["image/encoded"].bytes_list.value[0] = b"not a jpeg"
-    path = tmp_path / "broken.tfrecord"
-    write_records(path, [serialized(example)])
-    expect_error(path, "img_a.jpg: feature 'image/encoded' is not a readable image", "encoded")
-    example = voc_example(voc_root, "img_a", "encoded")
-    example.features.feature["image/height"].int64_list.value[0] = 23
-    write_records(path, [serialized(example)], overwrite=True)
-    expect_error(
-        path, r"img_a.jpg: image \(24, 32, 3\), mask \(24, 32\), sizes \(23, 32\)", "encoded"
-    )
-
-
-def test_read_pairs_refuses_an_unknown_encoding(tmp_path):
-    with pytest.raises(ValueError, match="encoding must be 'raw' or 'encoded'"):
-        next(read_pairs([tmp_path / "x.tfrecord"], "jpeg"))
 
 
 def test_a_zlib_file_written_by_tensorflow_reads_back(voc_root, tmp_path):
@@ -458,102 +347,7 @@ def test_a_zlib_file_written_by_tensorflow_reads_back(voc_root, tmp_path):
     assert os.path.getsize(path) < sum(len(r) for r in iter_records(path, "ZLIB"))
 
 
-# --------------------------------------------------------------------------- foreign layouts
-
-
-def _int64(value):
-    return tf.train.Feature(int64_list=tf.train.Int64List(value=[value]))
-
-
-def _bytes(value):
-    return tf.train.Feature(bytes_list=tf.train.BytesList(value=[value]))
-
-
-def write_like_the_guide(path, pairs):
-    """The original guide's writer in TensorFlow 2: exactly four features, no file name."""
-    with tf.io.TFRecordWriter(str(path)) as writer:
-        for image, mask in pairs:
-            example = tf.train.Example(features=tf.train.Features(feature={
-                "height": _int64(image.shape[0]), "width": _int64(image.shape[1]),
-                "image_raw": _bytes(image.tobytes()), "mask_raw": _bytes(mask.tobytes())}))  # fmt: skip
-            writer.write(example.SerializeToString())
-    return path
-
-
-def test_the_original_guides_four_feature_file_reads_exactly(voc_root, tmp_path):
-    pairs = [voc.load_pair(voc_root, image_id) for image_id in SPLITS["train"]]
-    path = write_like_the_guide(tmp_path / "pascal_voc_segmentation.tfrecords", pairs)
-    got = list(read_pairs([path]))
-    assert [name for name, _, _ in got] == [f"{path}: record {i}" for i in range(3)]
-    for (image, mask), (_, got_image, got_mask) in zip(pairs, got, strict=True):
-        assert got_image.tobytes() == image.tobytes() and got_image.shape == image.shape
-        assert got_mask.tobytes() == mask.tobytes() and got_mask.shape == mask.shape
-    parsed = tf.io.parse_single_example(next(iter_records(path)), feature_spec("raw"))
-    assert parsed["filename"].numpy() == b"" and int(parsed["height"]) == 24  # the default
-
-
-def test_a_file_without_filename_reads_exactly_as_one_with_it(voc_root, tmp_path):
-    with_names = convert_split(voc_root, "trainval", tmp_path / "named", progress=False)[0]
-    examples = [tf.train.Example.FromString(r) for r in iter_records(with_names)]
-    for example in examples[:3]:  # records 0-2 lose the name, 3 gets an empty one
-        del example.features.feature["filename"]
-    examples[3].features.feature["filename"].bytes_list.value[0] = b""
-    without = tmp_path / "unnamed.tfrecord"
-    write_records(without, [serialized(example) for example in examples])
-    named, unnamed = list(read_pairs([with_names])), list(read_pairs([without]))
-    assert [name for name, _, _ in unnamed] == [f"{without}: record {i}" for i in range(4)] + [
-        "img_e.jpg"]  # fmt: skip
-    for (_, *pair), (_, *same) in zip(named, unnamed, strict=True):
-        assert all(
-            a.tobytes() == b.tobytes() and a.shape == b.shape
-            for a, b in zip(pair, same, strict=True)
-        )
-
-
-def test_a_bad_record_without_filename_is_named_by_file_and_record(tmp_path):
-    features = raw_features(image=b"\0" * 17)
-    del features["filename"]
-    error = expect_error(file_with(tmp_path, features), r"raw schema: 17 image and 6 mask bytes")
-    assert (error.index, str(error).count("bad.tfrecord")) == (1, 1)
-
-
-@pytest.mark.parametrize("encoding", ["raw", "encoded"])
-def test_a_record_of_neither_schema_names_file_record_and_keys(voc_root, tmp_path, encoding):
-    """The official TensorFlow tutorial's images.tfrecords: a JPEG in image_raw, no mask."""
-    jpeg = voc.image_path(voc_root, "img_a").read_bytes()
-    path = tmp_path / "images.tfrecords"
-    with tf.io.TFRecordWriter(str(path)) as writer:
-        example = tf.train.Example(features=tf.train.Features(feature={
-            "height": _int64(24), "width": _int64(32), "depth": _int64(3), "label": _int64(0),
-            "image_raw": _bytes(jpeg)}))  # fmt: skip
-        writer.write(example.SerializeToString())
-    error = expect_error(path, f"{encoding} schema: no feature", encoding)
-    assert str(error).startswith(f"{path}: record 0 at byte 0: {encoding} schema: no feature ")
-    found = "['depth', 'height', 'image_raw', 'label', 'width']"
-    expected = {
-        "raw": "['filename (optional)', 'height', 'image_raw', 'mask_raw', 'width']",
-        "encoded": str(sorted(ENCODED_KEYS)),
-    }[encoding]
-    assert f"keys found {found}, expected {expected}; it matches neither schema" in error.reason
-
-
 # --------------------------------------------------------------------------- boundaries
-
-
-def test_summarize_reads_compressed_shards_with_their_compression(voc_root, tmp_path):
-    paths = convert_split(
-        voc_root, "trainval", tmp_path / "tv", 2, compression="GZIP", progress=False
-    )
-    summary = summarize(paths, "GZIP")
-    assert (summary.files, summary.records) == (2, 5)
-    with pytest.raises(RecordError, match="starts like GZIP"):
-        summarize(paths)
-
-
-def test_a_raw_record_of_zero_rows_reads_as_an_empty_pair(tmp_path):
-    path = file_with(tmp_path, raw_features(height=0, image=b"", mask=b""), good_first=False)
-    ((name, image, mask),) = read_pairs([path])
-    assert (name, image.shape, mask.shape) == ("bad.jpg", (0, 3, 3), (0, 3))
 
 
 def test_a_grayscale_jpeg_reads_back_as_three_channels(voc_root, tmp_path):
@@ -564,27 +358,6 @@ def test_a_grayscale_jpeg_reads_back_as_three_channels(voc_root, tmp_path):
     assert image.shape == (24, 32, 3)
     np.testing.assert_array_equal(image, voc.load_image(voc_root, "img_a"))
     np.testing.assert_array_equal(mask, voc.load_mask(voc_root, "img_a"))
-
-
-def test_an_encoded_image_or_mask_alone_of_another_size_is_refused(voc_root, tmp_path):
-    path = tmp_path / "sizes.tfrecord"
-    example = voc_example(voc_root, "img_a", "encoded")  # 24 x 32
-    png = io.BytesIO()
-    Image.fromarray(np.zeros((24, 31), np.uint8)).save(png, format="PNG")
-    example.features.feature["image/segmentation/class/encoded"].bytes_list.value[0] = (
-        png.getvalue()
-    )
-    write_records(path, [serialized(example)])
-    expect_error(
-        path, r"img_a.jpg: image \(24, 32, 3\), mask \(24, 31\), sizes \(24, 32\)", "encoded"
-    )
-    example = voc_example(voc_root, "img_a", "encoded")
-    other = voc.image_path(voc_root, "img_b").read_bytes()  # 17 x 9
-    example.features.feature["image/encoded"].bytes_list.value[0] = other
-    write_records(path, [serialized(example)], overwrite=True)
-    expect_error(
-        path, r"img_a.jpg: image \(17, 9, 3\), mask \(24, 32\), sizes \(24, 32\)", "encoded"
-    )
 
 
 def test_split_order_reads_the_split_file_of_the_task_and_shuffles_it_by_seed():
