@@ -33,9 +33,7 @@ from __future__ import annotations
 import argparse
 import importlib.resources
 import io
-import os
 import sys
-import tempfile
 import xml.etree.ElementTree as ET
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -48,6 +46,7 @@ from skimage import measure
 from skimage.draw import polygon as draw_polygon
 from skimage.segmentation import random_walker
 
+from helpers.records import _commit, _temp_name
 from helpers.voc import VOC_CLASSES, VOID_LABEL, colormap
 
 DEFAULT_OUT = Path(__file__).resolve().parent.parent / "helpers" / "sample_data" / "VOC2012"
@@ -906,18 +905,14 @@ def encode_png(image: Image.Image) -> bytes:
 
 
 def write_atomically(path: Path, data: bytes) -> None:
-    """Write to a temporary file next to ``path``, then rename it into place."""
+    """Write ``data`` to a temporary file next to ``path``, then commit it as helpers.records does."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    temporary = _temp_name(path)
     try:
-        with os.fdopen(handle, "wb") as stream:
-            stream.write(data)
-        os.chmod(
-            temporary, 0o644
-        )  # mkstemp makes owner-only files; these are ordinary package data
-        os.replace(temporary, path)
+        temporary.write_bytes(data)
+        _commit([(temporary, path)], overwrite=True)
     except BaseException:
-        Path(temporary).unlink(missing_ok=True)
+        temporary.unlink(missing_ok=True)
         raise
 
 
