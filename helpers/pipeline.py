@@ -20,22 +20,6 @@ _READ = {  # the features parsed (specs from voc_records)
 _OPTIONAL = ("filename",)  # the original guide writes raw records without it; nothing needs it
 
 
-def _list_files(files: str | os.PathLike | Sequence[str | os.PathLike]) -> list[Path]:
-    """One path, a glob pattern (sorted) or a sequence of paths (kept in order), all existing."""
-    if isinstance(files, (str, os.PathLike)):
-        text = os.fspath(files)
-        files = sorted(glob.glob(text)) if glob.has_magic(text) else [text]
-        if not files:
-            raise FileNotFoundError(f"no file matches {text!r}")
-    paths = [Path(os.fspath(p)) for p in files]
-    if not paths:
-        raise ValueError("files is empty: pass at least one TFRecord file")
-    missing = [str(p) for p in paths if not p.is_file()]
-    if missing:
-        raise FileNotFoundError(f"no such file: {', '.join(missing)}")
-    return paths
-
-
 def _schema(path: Path, compression: str | None) -> str | None:
     """The schema of record 0 ("raw" or "encoded"), checked in full; None if there is none."""
     import tensorflow as tf
@@ -66,8 +50,19 @@ def _schema(path: Path, compression: str | None) -> str | None:
     return found[0]
 
 
-def _common_format(paths: list[Path], encoding: str, compression: object) -> tuple:
-    """The (encoding, compression) of every file; ValueError naming a file that differs."""
+def _inputs(files: str | os.PathLike | Sequence, encoding: str, compression: object) -> tuple:
+    """``(paths, encoding, compression)``: one path, a glob pattern (sorted) or a sequence of paths
+    (kept in order), all existing and of one format; ValueError naming a file that differs."""
+    if isinstance(files, (str, os.PathLike)):
+        text = os.fspath(files)
+        files = sorted(glob.glob(text)) if glob.has_magic(text) else [text]
+        if not files:
+            raise FileNotFoundError(f"no file matches {text!r}")
+    paths = [Path(p) for p in files]
+    if not paths:
+        raise ValueError("files is empty: pass at least one TFRecord file")
+    if missing := [str(p) for p in paths if not p.is_file()]:
+        raise FileNotFoundError(f"no such file: {', '.join(missing)}")
     if encoding not in ("auto", *_READ):
         raise ValueError(f"encoding must be 'auto', 'raw' or 'encoded', got {encoding!r}")
     asked = {"encoding": encoding}
@@ -86,7 +81,7 @@ def _common_format(paths: list[Path], encoding: str, compression: object) -> tup
                 raise ValueError(f"files disagree on {field}: {disagree}; read them separately")
     if not found["encoding"]:
         raise ValueError(f"no records in {', '.join(map(str, paths))}")
-    return next(iter(found["encoding"].values())), next(iter(stored.values()))
+    return paths, next(iter(found["encoding"].values())), next(iter(stored.values()))
 
 
 def _decode(serialized, encoding: str, where: list):
@@ -187,8 +182,8 @@ def voc_batches(
 
     batch_size = check_int(batch_size, "batch_size", minimum=1)
     shuffle_buffer = check_int(shuffle_buffer, "shuffle_buffer", minimum=0)
-    seed, size, paths = check_seed(seed), _check_size(crop), _list_files(files)
-    encoding, compression = _common_format(paths, encoding, compression)
+    seed, size = check_seed(seed), _check_size(crop)
+    paths, encoding, compression = _inputs(files, encoding, compression)
     names = [os.fspath(p) for p in paths]
 
     def read(name, number):  # enumerate, not from_tensors: that stateful op serializes all
