@@ -19,7 +19,8 @@ import numpy as np
 from helpers import records
 from helpers.records import RecordError, check_header, check_payload, detect_compression
 
-_HEADER_SIZE, _FRAME_SIZE = 12, 16  # header; header + 4-byte footer
+_HEADER_SIZE = records._HEADER_SIZE
+_FRAME_SIZE = _HEADER_SIZE + records._FOOTER_SIZE  # what a record adds to its payload
 
 
 def build_index(path: str | os.PathLike) -> np.ndarray:
@@ -136,7 +137,8 @@ class RecordReader:
             path, data = self.paths[file], os.pread(self._fds[file], end - start, start)
             length = check_header(data[:_HEADER_SIZE], path, index, start)
             if length != end - start - _FRAME_SIZE:
-                reason = f"header says {length} payload bytes, the index {end - start - 16}"
+                indexed = end - start - _FRAME_SIZE
+                reason = f"header says {length} payload bytes, the index {indexed}"
                 raise RecordError(path, index, start, reason + ": the file changed since indexing")
             payloads.append(check_payload(data[_HEADER_SIZE:], length, path, index, start))
         return payloads
