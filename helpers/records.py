@@ -348,8 +348,11 @@ def write_sharded(
     Record ``i`` goes to shard ``i % num_shards`` (notebook 02, "the sturdy version"):
     this streams, keeps shards within one record of each other, and gives each shard a
     sample of the whole sequence. Every shard name is checked before anything is
-    read; the shards appear together at the end, so an error half way leaves neither
-    shards nor temporary files. A shard that receives no record is a valid empty file.
+    read; the shards are committed together at the end, so an error half way leaves neither
+    shards nor temporary files. A kill during the commit's renames can leave old and new
+    shards side by side until the next helpers write into the folder, which finishes the
+    renames first (it warns). Two writers to one prefix: the last to commit wins with all its
+    shards. A shard that receives no record is a valid empty file.
 
     Raises:
         FileExistsError: if a shard exists and ``overwrite`` is false (nothing is read).
