@@ -21,8 +21,7 @@ def pack(array: np.ndarray) -> bytes:
 
     Byte order is kept (``'>f4'`` stays big-endian); a view (a slice, a transpose) is stored by
     value. Notebook 01, "Keep dtype and shape with the bytes". Raises ValueError for an array
-    of Python objects (dtype ``object``): they would need pickle, which :func:`unpack` refuses.
-    """
+    of Python objects (dtype ``object``): they would need pickle, which :func:`unpack` refuses."""
     array = np.asarray(array)
     if array.dtype.hasobject:
         raise ValueError(
@@ -37,13 +36,11 @@ def pack(array: np.ndarray) -> bytes:
 def unpack(blob: bytes | bytearray | memoryview) -> np.ndarray:
     """Rebuild the array from :func:`pack`'s bytes (or a ``.npy`` file's): dtype, shape, values.
 
-    The array is writable and has its own memory. The header is checked against the length of
-    ``blob`` before any memory is allocated for the data. Notebook 01, "Keep dtype and shape
-    with the bytes". Raises TypeError if ``blob`` is not bytes-like; ValueError, giving the
-    blob's length and what was expected, if it does not start with the magic ``b'\\x93NUMPY'``,
-    has a header NumPy cannot read, holds pickled objects or has fewer or more data bytes than
-    the header's dtype and shape need.
-    """
+    A writable array with its own memory; the header is checked against the length of ``blob``
+    before memory is allocated for the data. Notebook 01, "Keep dtype and shape with the bytes".
+    Raises TypeError if ``blob`` is not bytes-like; ValueError (the blob's length, what was
+    expected) if it does not start with the magic ``b'\\x93NUMPY'``, has a header NumPy cannot
+    read, holds pickled objects or has fewer or more data bytes than dtype and shape need."""
     if not isinstance(blob, (bytes, bytearray, memoryview)):
         raise TypeError(f"expected .npy bytes, got {type(blob).__name__}")
     blob = bytes(blob)

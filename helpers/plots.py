@@ -1,9 +1,7 @@
 """Figures of VOC images and masks, in the VOC colours: notebook 02 draws pairs, 03 batches.
 
-Background (0) is black and void (255) cream (``helpers.voc.colormap``); overlays tint every
-pixel but background, so padding with the void label shows as a cream band. Matplotlib is
-imported only when a figure is drawn, and no global style is changed.
-"""
+Background (0) is black, void (255) cream: padding with the void label shows as a cream band.
+Matplotlib is imported only when a figure is drawn; no global style is changed."""
 
 from __future__ import annotations
 
