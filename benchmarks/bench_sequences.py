@@ -18,7 +18,7 @@ alternately against its baseline in this process:
   memory it saves;
 * the uniform reader of notebook 05 (section "Shuffle across and within days":
   a permutation of all windows, each window's frames read with
-  `helpers.index.RecordReader`) against `frame_windows`;
+  `helpers.index.RecordView`) against `frame_windows`;
 
 then the peak memory each of the three pipelines adds during its first pass, each
 in a new process (`helpers.memory`).
@@ -33,7 +33,7 @@ import os
 import numpy as np
 
 from benchmarks._common import compare, work_dir
-from helpers.index import RecordReader
+from helpers.index import RecordView
 from helpers.memory import track_peak_memory
 from helpers.sequences import frame_windows, write_day
 from helpers.shuffle import permutation
@@ -104,7 +104,7 @@ def uniform_windows(files: list[str]):
     import tensorflow as tf
 
     spec = _spec()
-    readers = [RecordReader(path) for path in files]
+    readers = [RecordView(path) for path in files]
     span = (SIZE - 1) * STRIDE + 1
     starts = np.array(
         [
@@ -117,7 +117,7 @@ def uniform_windows(files: list[str]):
 
     def records():
         for day, first in starts[permutation(len(starts), SEED, epoch=next(epochs))]:
-            yield readers[day].read_many(first + STRIDE * np.arange(SIZE))
+            yield readers[day][first + STRIDE * np.arange(SIZE)]
 
     def decode(records):
         frames = tf.io.parse_example(records, spec)

@@ -1,23 +1,27 @@
 """Random access to the records of plain TFRecord files, through an index of byte offsets.
 
-A TFRecord file has no table of contents: to reach record ``i`` you walk the ``i``
-headers before it. Notebook 04 ("Index the files: where every record starts") shows
-that walk; :func:`build_index` remembers it, and :class:`RecordReader` uses the index
-to read any record with one ``os.pread``, checked by ``records.check_header`` and
-``check_payload`` as the sequential reader is. Only plain files can be indexed: in a
-GZIP or ZLIB file, reaching record ``i`` means decompressing everything before it.
+A TFRecord file has no table of contents: to reach record ``i`` you walk the ``i`` headers
+before it. Notebook 04 ("Index the files: where every record starts") shows that walk;
+:func:`build_index` remembers it, and :class:`RecordView` uses the index to hand out any
+record by its number, every CRC checked, from a memory map of each file. An index can
+also be written beside a shard when it is written (``write_sharded(..., index=True)``):
+``<shard>.index``, one line ``start length`` per record, the format of the ``tfrecord``
+package's ``tfrecord2idx``, so its readers can use ours. Only plain files can be indexed:
+in a GZIP or ZLIB file, reaching record ``i`` means decompressing everything before it.
 """
 
 from __future__ import annotations
 
+import mmap
 import os
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 
+import google_crc32c
 import numpy as np
 
 from helpers import records
-from helpers.records import RecordError, check_header, check_payload, detect_compression
+from helpers.records import RecordError, check_header, detect_compression
 
 _HEADER_SIZE = records._HEADER_SIZE
 _FRAME_SIZE = _HEADER_SIZE + records._FOOTER_SIZE  # what a record adds to its payload
@@ -29,7 +33,7 @@ def build_index(path: str | os.PathLike) -> np.ndarray:
     The result is an int64 array of ``n + 1`` byte offsets: record ``i`` (header,
     payload and footer) spans ``[b[i], b[i + 1])``, so the index costs 8 bytes per
     record. Every length CRC is checked and every record must end inside the file;
-    payloads are skipped, not read (:class:`RecordReader` checks them on every read).
+    payloads are skipped, not read (:class:`RecordView` checks them on every read).
 
     Raises:
         ValueError: if the file is GZIP- or ZLIB-compressed (it cannot be indexed).
@@ -60,37 +64,77 @@ def build_index(path: str | os.PathLike) -> np.ndarray:
     return np.array(starts, dtype=np.int64)
 
 
-class RecordReader:
-    """Read any record of one or several plain TFRecord files by its number.
+def _identity(path: Path) -> tuple[int, int]:
+    """``(size, inode)``: what tells that a file changed or was replaced since."""
+    stat = os.stat(path)
+    return stat.st_size, stat.st_ino
 
-    Records are numbered across ``paths`` in order: the first file's, then the
-    second's, and so on. Each read is one ``os.pread`` (Linux, macOS) and checks the
-    header and payload CRCs; a file that changed since it was indexed gives a
-    :class:`~helpers.records.RecordError`, never wrong bytes. Memory: 8 bytes per
-    record. Shown in notebook 04 ("Shuffle globally by random access").
+
+def _boundaries(path: Path, size: int) -> np.ndarray:
+    """The boundaries in ``<path>.index`` if it describes this file, else :func:`build_index`'s."""
+    try:
+        text = path.with_name(path.name + ".index").read_text()
+        pairs = np.array(text.split(), dtype=np.int64).reshape(-1, 2)
+    except (OSError, ValueError):  # no index file, or not pairs of numbers
+        return build_index(path)
+    bounds = np.append(pairs[:, 0], size)
+    fits = bounds[0] == 0 and (np.diff(bounds) == pairs[:, 1]).all()
+    if not fits or (pairs[:, 1] < _FRAME_SIZE).any() or detect_compression(path):
+        return build_index(path)  # a stale index is ignored; a compressed file refused there
+    return bounds
+
+
+class RecordView:
+    """Any record of one or several plain TFRecord files, by its number: ``view[i]``.
+
+    Records are numbered across ``paths`` in order: the first file's, then the second's, and
+    so on. ``len(view)`` needs no payload: it comes from each file's ``.index`` file, or one
+    walk over its headers (:func:`build_index`). ``view[i]`` returns the payload bytes;
+    ``view[[i, j, ...]]`` (or ``view.__getitems__``) a list of them. Every read checks both
+    CRCs and that the files kept the sizes they had when the view opened, so a file that
+    changed gives a :class:`~helpers.records.RecordError`, never wrong bytes (a file cut short
+    *while* a batch is read can still end the process with SIGBUS: memory maps cannot help
+    it). Memory: 8 bytes per record. The view is what Grain's random-access sources and
+    PyTorch's map-style datasets expect (``__len__``, ``__getitem__``), and it pickles into
+    their worker processes, which reopen the files. Shown in notebooks 04 and 05.
 
     Args:
-        paths: one file or a sequence of files.
-        progress: show a progress bar (on stderr) while indexing.
+        paths: one file or a sequence of files. progress: a bar on stderr while indexing.
 
     Raises:
         ValueError, RecordError, FileNotFoundError: while indexing, as :func:`build_index`.
     """
 
-    def __init__(
-        self, paths: str | os.PathLike | Sequence[str | os.PathLike], progress: bool = False
-    ):
-        single = isinstance(paths, (str, os.PathLike))
-        self.paths = [Path(paths)] if single else [Path(p) for p in paths]
+    def __init__(self, paths: str | os.PathLike | Sequence[str | os.PathLike], progress=False):
         from tqdm.auto import tqdm
 
-        bounds = [build_index(p) for p in tqdm(self.paths, "indexing", disable=not progress)]
-        self._counts = np.array([len(b) - 1 for b in bounds], dtype=np.int64)
-        self._first = np.concatenate([[0], np.cumsum(self._counts)])  # first number per file
-        # Every file's boundaries in one array: record g of file f ends where record g + 1 starts,
-        # at position g + f (each file adds one closing boundary).
+        single = isinstance(paths, (str, os.PathLike))
+        self.paths = [Path(paths)] if single else [Path(p) for p in paths]
+        self._stats = [_identity(p) for p in self.paths]
+        bar = tqdm(self.paths, "indexing", disable=not progress)
+        bounds = [_boundaries(p, size) for p, (size, _) in zip(bar, self._stats, strict=True)]
+        self._first = np.cumsum([0] + [len(b) - 1 for b in bounds])  # first number per file
+        # Every file's boundaries in one array: record g of file f spans positions g + f and
+        # g + f + 1 (each file adds one closing boundary).
         self._bounds = np.concatenate(bounds) if bounds else np.zeros(0, np.int64)
-        self._fds = [os.open(p, os.O_RDONLY) for p in self.paths]
+        self._open()
+
+    def _open(self) -> None:
+        self._maps = []
+        for path, (size, _) in zip(self.paths, self._stats, strict=True):
+            with open(path, "rb") as file:  # the map stays valid after the file is closed
+                mapped = mmap.mmap(file.fileno(), 0, access=mmap.ACCESS_READ) if size else b""
+            self._maps.append(mapped)
+        self._check_files(range(len(self.paths)))
+
+    def _check_files(self, files) -> None:
+        """RecordError for a file that another has replaced, or that changed size."""
+        for file in files:
+            path, (size, inode) = self.paths[file], self._stats[file]
+            if (now := _identity(path)) != (size, inode):
+                change = "was replaced" if now[1] != inode else f"is now {now[0]} bytes"
+                reason = f"the file {change} since the view opened it ({size} bytes)"
+                raise RecordError(path, 0, 0, reason + ": open a new view")
 
     def __len__(self) -> int:
         return int(self._first[-1])
@@ -100,60 +144,61 @@ class RecordReader:
         """Bytes the index holds in memory: 8 per record, plus 8 per file."""
         return int(self._bounds.nbytes)
 
-    def read(self, record: int) -> bytes:
-        """Return the payload of record number ``record``.
+    def __getitem__(self, key):
+        """The payload of record ``key`` (an int), or a list of them (a sequence of ints).
 
         Raises:
-            IndexError: if ``record`` is out of range.
-            RecordError: if the record is damaged or the file changed since indexing.
-            ValueError: if the reader is closed.
+            IndexError: for a number out of range. TypeError: for another kind of key.
+            RecordError: for a damaged record, or a file that changed since the view opened.
         """
-        return self.read_many([record])[0]
+        if isinstance(key, (int, np.integer)):
+            return self.__getitems__([key])[0]
+        if isinstance(key, (str, bytes, slice)) or not hasattr(key, "__len__"):
+            raise TypeError(f"a record number or a sequence of them, not {type(key).__name__}")
+        return self.__getitems__(key)
 
-    def read_many(self, records: Iterable[int] | np.ndarray) -> list[bytes]:
-        """Return the payloads of ``records`` (record numbers), in the order given.
+    def __getitems__(self, numbers) -> list[bytes]:
+        """The payloads of ``numbers``, in the order given (what Grain and PyTorch call)."""
+        numbers = np.asarray(numbers, dtype=np.int64).reshape(-1)
+        if ((numbers < -len(self)) | (numbers >= len(self))).any():
+            bad = numbers[(numbers < -len(self)) | (numbers >= len(self))][0]
+            raise IndexError(f"record {bad} out of range: {len(self)} records in "
+                             f"{len(self.paths)} file(s)")  # fmt: skip
+        numbers %= max(len(self), 1)
+        files = np.searchsorted(self._first, numbers, side="right") - 1
+        self._check_files(np.unique(files).tolist())
+        starts = self._bounds[numbers + files]
+        ends = self._bounds[numbers + files + 1]
+        local = numbers - self._first[files]
+        where = zip(files.tolist(), local.tolist(), starts.tolist(), ends.tolist(), strict=True)
+        return [self._payload(*place) for place in where]
 
-        Raises:
-            IndexError, RecordError, ValueError: as :meth:`read`.
-        """
-        if self._fds is None:
-            raise ValueError(f"read from a closed RecordReader ({len(self.paths)} file(s))")
-        records = np.asarray(records, dtype=np.int64).reshape(-1)
-        bad = records[(records < 0) | (records >= len(self))]
-        if bad.size:
-            raise IndexError(
-                f"record {int(bad[0])} out of range: {len(self)} records in "
-                f"{len(self.paths)} file(s)"
-            )
-        files = np.searchsorted(self._first, records, side="right") - 1
-        local = (records - self._first[files]).tolist()
-        starts, ends = (
-            self._bounds[records + files].tolist(),
-            self._bounds[records + files + 1].tolist(),
-        )
-        files = files.tolist()
-        payloads = []
-        for file, index, start, end in zip(files, local, starts, ends, strict=True):
-            path, data = self.paths[file], os.pread(self._fds[file], end - start, start)
-            length = check_header(data[:_HEADER_SIZE], path, index, start)
-            if length != end - start - _FRAME_SIZE:
-                indexed = end - start - _FRAME_SIZE
-                reason = f"header says {length} payload bytes, the index {indexed}"
-                raise RecordError(path, index, start, reason + ": the file changed since indexing")
-            payloads.append(check_payload(data[_HEADER_SIZE:], length, path, index, start))
-        return payloads
+    def _payload(self, file: int, index: int, start: int, end: int) -> bytes:
+        """One record's payload from its memory map, both CRCs checked."""
+        data, path = self._maps[file], self.paths[file]
+        length = check_header(data[start : start + _HEADER_SIZE], path, index, start)
+        if length != end - start - _FRAME_SIZE:
+            reason = f"header says {length} payload bytes, the index {end - start - _FRAME_SIZE}"
+            raise RecordError(path, index, start, reason + ": the file changed since indexing")
+        payload = data[start + _HEADER_SIZE : end - 4]
+        records._check_crc(records._mask(google_crc32c.value(payload)), data[end - 4 : end],
+                           path, index, start)  # fmt: skip
+        return payload
+
+    def __getstate__(self) -> dict:  # for worker processes: the index, not the open maps
+        return {k: v for k, v in self.__dict__.items() if k != "_maps"}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._open()
 
     def close(self) -> None:
-        """Close the files (reading afterwards raises ValueError)."""
-        fds, self._fds = self._fds, None
-        for fd in fds or ():
-            os.close(fd)
+        """Release the memory maps (reading afterwards raises ValueError)."""
+        for data in self._maps:
+            if isinstance(data, mmap.mmap):
+                data.close()
 
-    def __del__(self) -> None:
-        if getattr(self, "_fds", None):
-            self.close()
-
-    def __enter__(self) -> RecordReader:
+    def __enter__(self) -> RecordView:
         return self
 
     def __exit__(self, *exc) -> None:

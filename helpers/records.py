@@ -25,6 +25,7 @@ import contextlib
 import fcntl
 import glob
 import io
+import itertools
 import json
 import os
 import re
@@ -147,10 +148,12 @@ def _temp_name(path: Path, tag: str = "") -> Path:
 class _AtomicRecordFile:
     """One output file: records go to a temporary file, renamed over ``path`` by :func:`_commit`."""
 
-    def __init__(self, path: Path, compression: str | None):
+    def __init__(self, path: Path, compression: str | None, index: bool = False):
         if not path.parent.is_dir():
             raise FileNotFoundError(f"cannot write {path}: its folder {path.parent} does not exist")
         self.path, self.count, self.tmp_name = path, 0, _temp_name(path)
+        self.sizes: list[int] | None = [] if index else None  # of each record, for the index
+        self.pairs = [(self.tmp_name, path)]  # temporary and final names, to commit
         self.file = open(self.tmp_name, "xb", buffering=_BUFFER)
         wbits = _WBITS.get(compression)
         self.deflate = zlib.compressobj(6, zlib.DEFLATED, wbits, 9) if wbits else None
@@ -165,6 +168,8 @@ class _AtomicRecordFile:
         for part in parts:  # the payload goes out as it is, without a copy
             self.file.write(self.deflate.compress(part) if self.deflate else part)
         self.count += 1
+        if self.sizes is not None:
+            self.sizes.append(_HEADER_SIZE + len(payload) + _FOOTER_SIZE)
 
     def finish(self) -> None:
         if self.deflate:
@@ -172,10 +177,26 @@ class _AtomicRecordFile:
         self.file.flush()
         os.fsync(self.file.fileno())  # the data is on disk before a name points at it
         self.file.close()
+        if self.sizes is not None:
+            self.pairs.append(_write_index(self.path, self.sizes))
 
     def discard(self) -> None:
         self.file.close()
-        self.tmp_name.unlink(missing_ok=True)
+        for temp, _ in self.pairs:
+            temp.unlink(missing_ok=True)
+
+
+def _write_index(path: Path, sizes: list[int]) -> tuple[Path, Path]:
+    """Write the index of ``path``, ``start length`` per record, to a temporary file next to it;
+    return the temporary and the final name of the index."""
+    index = path.with_name(path.name + ".index")
+    index_temp = _temp_name(index)
+    starts = itertools.accumulate(sizes, initial=0)
+    lines = (
+        f"{start} {size}\n" for start, size in zip(starts, sizes, strict=False)
+    )  # n + 1 starts
+    index_temp.write_text("".join(lines))
+    return index_temp, index
 
 
 @contextlib.contextmanager
@@ -280,17 +301,20 @@ def _output_folder(prefix: str | os.PathLike) -> Iterator[None]:
 
 
 def _write_all(
-    paths: list[Path], payloads: Iterable[bytes], compression: str | None, overwrite: bool
-) -> list[int]:
+    paths: list[Path], payloads: Iterable[bytes], compression: str | None, overwrite: bool,
+    index: bool = False,
+) -> list[int]:  # fmt: skip
     """Deal ``payloads`` round-robin over ``paths``: all files appear, or none (and no temp file).
 
     An existing file is replaced only by the commit at the very end, so a failed write
-    never loses the old one.
+    never loses the old one. With ``index``, each file's ``.index`` is part of the commit.
     """
+    if index and compression:
+        raise ValueError(f"index=True needs plain files: a {compression} file cannot be indexed")
     _check_targets(paths, overwrite)
     files: list[_AtomicRecordFile] = []
     try:
-        files.extend(_AtomicRecordFile(path, compression) for path in paths)
+        files.extend(_AtomicRecordFile(path, compression, index) for path in paths)
         for number, payload in enumerate(payloads):
             if not isinstance(payload, (bytes, bytearray, memoryview)):
                 kind, target = type(payload).__name__, paths[number % len(paths)]
@@ -298,7 +322,7 @@ def _write_all(
             files[number % len(files)].write(bytes(payload))
         for file in files:
             file.finish()
-        _commit([(file.tmp_name, file.path) for file in files], overwrite)
+        _commit([pair for file in files for pair in file.pairs], overwrite)
     except BaseException:
         for file in files:
             file.discard()
@@ -342,6 +366,7 @@ def write_sharded(
     num_shards: int,
     compression: str | None = None,
     overwrite: bool = False,
+    index: bool = False,
 ) -> list[Path]:
     """Write ``payloads`` into ``num_shards`` TFRecord files; return their paths.
 
@@ -352,14 +377,16 @@ def write_sharded(
     shards nor temporary files. A kill during the commit's renames can leave old and new
     shards side by side until the next helpers write into the folder, which finishes the
     renames first (it warns). Two writers to one prefix: the last to commit wins with all its
-    shards. A shard that receives no record is a valid empty file.
+    shards. A shard that receives no record is a valid empty file. With ``index`` (plain
+    files only), each shard gets ``<shard>.index`` in the same commit, for
+    :class:`helpers.index.RecordView` (notebook 04).
 
     Raises:
         FileExistsError: if a shard exists and ``overwrite`` is false (nothing is read).
         FileNotFoundError, TypeError, ValueError: as :func:`write_records`, or a bad ``num_shards``.
     """
     paths = _shard_paths(prefix, num_shards, compression)
-    _write_all(paths, payloads, check_compression(compression), overwrite)
+    _write_all(paths, payloads, check_compression(compression), overwrite, index)
     return paths
 
 

@@ -4,7 +4,7 @@
 same time, so on sorted files a buffer smaller than the data keeps much of the input
 order. Notebook 04 (``04_measure_shuffle_bias.ipynb``) measures that bias and builds
 the fix step by step: shuffle record *numbers* instead of records, then load each
-record by its byte offset with :class:`helpers.index.RecordReader`. This module keeps
+record by its byte offset with :class:`helpers.index.RecordView`. This module keeps
 the two pieces later notebooks use again:
 
 * :func:`permutation`: the one seeded permutation of record numbers (notebooks 04,
@@ -25,7 +25,7 @@ from typing import TYPE_CHECKING
 import numpy as np
 
 from helpers._checks import check_int, check_seed
-from helpers.index import RecordReader
+from helpers.index import RecordView
 
 if TYPE_CHECKING:  # TensorFlow is imported only when a dataset is made
     import tensorflow as tf
@@ -70,10 +70,11 @@ def global_shuffle_dataset(
     This is notebook 04's "Shuffle ids with a full buffer, then load the records"
     with the ``tf.data`` buffer of ids replaced by :func:`permutation`: the record
     numbers go through the pipeline in slices of ``read_batch``, a ``map`` reads each
-    slice with :meth:`~helpers.index.RecordReader.read_many` inside
+    slice with :class:`~helpers.index.RecordView` (``view[ids]``) inside
     ``tf.numpy_function`` (``parallel_reads`` slices at a time, ``None`` meaning
     ``tf.data.AUTOTUNE``, order kept), and ``unbatch`` splits the slices into records.
-    The files are indexed once, here, and stay open while the dataset exists.
+    The files are indexed once, here, and stay open while the dataset exists. The
+    dataset knows its cardinality (``len``), so Keras shows a total for each epoch.
     ``benchmarks/bench_shuffle.py`` compares it with sequential reading.
 
     Raises:
@@ -92,17 +93,17 @@ def global_shuffle_dataset(
         parallel_reads = tf.data.AUTOTUNE
     else:
         parallel_reads = check_int(parallel_reads, "parallel_reads", minimum=1)
-    reader = RecordReader(files)
+    view = RecordView(files)
     passes = itertools.count()
 
     def id_slices() -> Iterator[np.ndarray]:
         epoch = next(passes) if reshuffle_each_iteration else 0
-        order = permutation(len(reader), seed, epoch)
+        order = permutation(len(view), seed, epoch)
         for start in range(0, len(order), read_batch):
             yield order[start : start + read_batch]
 
     def read(ids: np.ndarray) -> np.ndarray:
-        return np.array(reader.read_many(ids), dtype=object).reshape(-1)
+        return np.array(view[ids], dtype=object).reshape(-1)
 
     def read_op(ids: tf.Tensor) -> tf.Tensor:
         records = tf.numpy_function(read, [ids], tf.string, stateful=False)
@@ -111,4 +112,5 @@ def global_shuffle_dataset(
 
     spec = tf.TensorSpec(shape=[None], dtype=tf.int64)
     ids = tf.data.Dataset.from_generator(id_slices, output_signature=spec)
-    return ids.map(read_op, num_parallel_calls=parallel_reads, deterministic=True).unbatch()
+    records = ids.map(read_op, num_parallel_calls=parallel_reads, deterministic=True).unbatch()
+    return records.apply(tf.data.experimental.assert_cardinality(len(view)))

@@ -1,16 +1,18 @@
-"""helpers.index: record boundaries, random access with CRC checks, refusal of compressed files."""
+"""helpers.index: record boundaries, index files, random access with CRC checks, refusals."""
 
-import gc
 import os
+import pickle
 import re
+import subprocess
 import sys
 
 import numpy as np
 import pytest
 
-from helpers.index import RecordReader, build_index
+from helpers import index
+from helpers.index import RecordView, build_index
 from helpers.memory import track_peak_memory
-from helpers.records import RecordError, iter_records, write_records
+from helpers.records import RecordError, iter_records, write_records, write_sharded
 
 PAYLOADS = [bytes([i]) * (i * 7 % 23) for i in range(40)]  # varied lengths, empty ones too
 
@@ -43,39 +45,39 @@ def test_an_empty_file_has_no_records(tmp_path):
     path = tmp_path / "empty.tfrecord"
     write_records(path, [])
     assert build_index(path).tolist() == [0]
-    with RecordReader(path) as reader, pytest.raises(IndexError, match="out of range: 0 records"):
-        reader.read(0)
+    with RecordView(path) as view, pytest.raises(IndexError, match="out of range: 0 records"):
+        view[0]
 
 
 def test_random_access_returns_every_payload_in_any_order(tfrecord):
     order = np.random.default_rng(3).permutation(len(PAYLOADS))
-    with RecordReader(tfrecord) as reader:
-        assert len(reader) == len(PAYLOADS)
-        assert reader.read_many(order) == [PAYLOADS[i] for i in order]
-        assert reader.read(np.int64(5)) == PAYLOADS[5]
-        assert reader.index_nbytes == 8 * (len(PAYLOADS) + 1)
+    with RecordView(tfrecord) as view:
+        assert len(view) == len(PAYLOADS)
+        assert view[order] == view.__getitems__(order) == [PAYLOADS[i] for i in order]
+        assert view[np.int64(5)] == PAYLOADS[5] and view[-1] == PAYLOADS[-1]
+        assert view.index_nbytes == 8 * (len(PAYLOADS) + 1)
 
 
 def test_records_are_numbered_across_files(tmp_path):
     first, second = tmp_path / "a.tfrecord", tmp_path / "b.tfrecord"
     write_records(first, PAYLOADS[:3])
     write_records(second, PAYLOADS[3:10])
-    with RecordReader([first, second], progress=False) as reader:
-        assert len(reader) == 10
-        assert reader.read_many([9, 0, 3, 2]) == [PAYLOADS[i] for i in (9, 0, 3, 2)]
+    with RecordView([first, second]) as view:
+        assert len(view) == 10
+        assert view[[9, 0, 3, 2, -10]] == [PAYLOADS[i] for i in (9, 0, 3, 2, 0)]
         with pytest.raises(IndexError, match="record 10 out of range: 10 records in 2 file"):
-            reader.read(10)
-        with pytest.raises(IndexError, match="record -1 out of range"):
-            reader.read(-1)
+            view[10]
+        with pytest.raises(IndexError, match="record -11 out of range"):
+            view[[0, -11]]
 
 
 def test_a_bad_payload_is_found_on_read_with_the_file_index_and_offset(tfrecord):
     offsets = expected_boundaries(PAYLOADS)
     flip_byte(tfrecord, offsets[7] + 12)  # the first payload byte of record 7
-    with RecordReader(tfrecord) as reader:
-        assert reader.read(6) == PAYLOADS[6]
+    with RecordView(tfrecord) as view:
+        assert view[6] == PAYLOADS[6]
         with pytest.raises(RecordError) as caught:
-            reader.read(7)
+            view[7]
     error = caught.value
     assert (error.path, error.index, error.offset) == (str(tfrecord), 7, offsets[7])
     assert "payload CRC mismatch" in error.reason
@@ -96,11 +98,11 @@ def test_a_file_changed_after_indexing_is_reported_not_misread(tmp_path):
     write_records(path, [b"a" * 10, b"b" * 10])
     other = tmp_path / "other.tfrecord"
     write_records(other, [b"a" * 4, b"b" * 16])  # the same size, other boundaries
-    with RecordReader(path) as reader:
-        with open(path, "r+b") as stream:  # changed in place, under the open reader
+    with RecordView(path) as view:
+        with open(path, "r+b") as stream:  # changed in place, under the open view
             stream.write(other.read_bytes())
         with pytest.raises(RecordError, match="record 1 at byte 26: length CRC mismatch"):
-            reader.read(1)
+            view[1]
 
 
 @pytest.mark.parametrize(
@@ -134,47 +136,28 @@ def test_compressed_files_are_refused_clearly(tmp_path, compression):
     ):
         build_index(path)
     with pytest.raises(ValueError, match="cannot be indexed"):
-        RecordReader([path])
-
-
-def test_a_closed_reader_refuses_to_read(tfrecord):
-    reader = RecordReader(tfrecord)
-    reader.close()
-    with pytest.raises(ValueError, match="closed RecordReader"):
-        reader.read(0)
-    reader.close()  # closing twice is harmless
-
-
-def open_on(fd, path):
-    """Whether descriptor ``fd`` is open on ``path`` (a closed number may be reused by another)."""
-    try:
-        return os.path.samestat(os.fstat(fd), os.stat(path))
-    except OSError:
-        return False
-
-
-def test_a_reader_dropped_without_close_closes_its_files(tfrecord, tmp_path, monkeypatch):
-    unraisable = []  # exceptions in __del__ are printed and swallowed: collect them instead
-    monkeypatch.setattr(sys, "unraisablehook", unraisable.append)
-    reader = RecordReader(tfrecord)
-    (fd,) = reader._fds
-    assert open_on(fd, tfrecord)
-    del reader
-    gc.collect()
-    assert not open_on(fd, tfrecord), "a dropped RecordReader kept its file open"
-    compressed = tmp_path / "data.tfrecord.gz"
-    write_records(compressed, PAYLOADS, compression="GZIP")
+        RecordView([path])
+    path.with_name(path.name + ".index").write_text("0 30\n")  # an index does not change that
     with pytest.raises(ValueError, match="cannot be indexed"):
-        RecordReader(compressed)  # fails before it opens anything; nothing to close later
-    gc.collect()
-    assert unraisable == []
+        RecordView([path])
 
 
-def test_read_many_takes_any_shape_of_record_numbers_and_none(tfrecord):
-    with RecordReader(tfrecord) as reader:
-        assert reader.read_many([]) == []
-        assert reader.read_many(np.int64(3)) == [PAYLOADS[3]]
-        assert reader.read_many(np.array([[9, 0], [3, 2]])) == [PAYLOADS[i] for i in (9, 0, 3, 2)]
+def test_a_closed_view_refuses_to_read(tfrecord):
+    view = RecordView(tfrecord)
+    view.close()
+    with pytest.raises(ValueError, match="closed"):
+        view[0]
+    view.close()  # closing twice is harmless
+
+
+def test_a_batch_may_be_any_sequence_of_numbers_even_none(tfrecord):
+    with RecordView(tfrecord) as view:
+        assert view[[]] == view[np.array([], np.int64)] == []
+        assert view[(3,)] == view.__getitems__(np.int64(3)) == [PAYLOADS[3]]
+        assert view[np.array([[9, 0], [3, 2]])] == [PAYLOADS[i] for i in (9, 0, 3, 2)]
+        for key in ("3", b"3", slice(0, 2), 3.0, None):
+            with pytest.raises(TypeError, match="a record number or a sequence of them"):
+                view[key]
 
 
 def test_a_bad_record_of_a_later_file_is_named_by_its_number_in_that_file(tmp_path):
@@ -183,8 +166,8 @@ def test_a_bad_record_of_a_later_file_is_named_by_its_number_in_that_file(tmp_pa
     write_records(second, PAYLOADS[3:10])
     offsets = expected_boundaries(PAYLOADS[3:10])
     flip_byte(second, offsets[2] + 12)  # record 2 of b.tfrecord, number 5 of the reader
-    with RecordReader([first, second]) as reader, pytest.raises(RecordError) as caught:
-        reader.read(5)
+    with RecordView([first, second]) as view, pytest.raises(RecordError) as caught:
+        view[5]
     assert (caught.value.path, caught.value.index, caught.value.offset) == (
         str(second),
         2,
@@ -206,36 +189,28 @@ def test_a_compressed_file_is_refused_with_the_way_to_index_it(tmp_path):
 
 
 def test_indexing_shows_a_progress_bar_only_when_asked(tfrecord, capsys):
-    RecordReader(tfrecord).close()
+    RecordView(tfrecord).close()
     assert capsys.readouterr().err == ""
-    RecordReader([tfrecord, tfrecord], progress=True).close()
+    RecordView([tfrecord, tfrecord], progress=True).close()
     assert "\rindexing: 100%" in capsys.readouterr().err
 
 
 def test_a_reader_of_no_files_is_empty(tmp_path):
-    with RecordReader([]) as reader:
-        assert (len(reader), reader.index_nbytes) == (0, 0)
+    with RecordView([]) as view:
+        assert (len(view), view.index_nbytes) == (0, 0)
         with pytest.raises(IndexError, match="record 0 out of range: 0 records in 0 file"):
-            reader.read(0)
-
-
-def test_each_read_is_one_pread_of_exactly_the_records_bytes(tfrecord, monkeypatch):
-    sizes, pread = [], os.pread
-    monkeypatch.setattr(os, "pread", lambda fd, n, at: sizes.append(n) or pread(fd, n, at))
-    with RecordReader(tfrecord) as reader:
-        assert reader.read_many([39, 1, 20]) == [PAYLOADS[i] for i in (39, 1, 20)]
-    assert sizes == [16 + len(PAYLOADS[i]) for i in (39, 1, 20)]
+            view[0]
 
 
 def test_a_record_whose_length_changed_since_indexing_is_named(tmp_path):
     path = tmp_path / "changing.tfrecord"
-    write_records(path, [b"a" * 10, b"b" * 10])
+    write_records(path, [b"a" * 10, b"b" * 10, b"c" * 10])
     other = tmp_path / "other.tfrecord"
-    write_records(other, [b"a" * 10, b"b" * 12])  # record 1 still starts at byte 26, longer
-    with RecordReader(path) as reader:
+    write_records(other, [b"a" * 10, b"b" * 12, b"c" * 8])  # record 1 at byte 26, longer
+    with RecordView(path) as view:
         path.write_bytes(other.read_bytes())
         with pytest.raises(RecordError) as caught:
-            reader.read(1)
+            view[1]
     assert (caught.value.path, caught.value.index, caught.value.offset) == (str(path), 1, 26)
     assert caught.value.reason == (
         "header says 12 payload bytes, the index 10: the file changed since indexing"
@@ -244,10 +219,10 @@ def test_a_record_whose_length_changed_since_indexing_is_named(tmp_path):
 
 def test_a_damaged_header_under_an_open_reader_names_the_file(tfrecord):
     offsets = expected_boundaries(PAYLOADS)
-    with RecordReader(tfrecord) as reader:
+    with RecordView(tfrecord) as view:
         flip_byte(tfrecord, offsets[3] + 1)
         with pytest.raises(RecordError) as caught:
-            reader.read(3)
+            view[3]
     assert (caught.value.path, caught.value.index, caught.value.offset) == (
         str(tfrecord),
         3,
@@ -277,3 +252,72 @@ def test_errors_while_indexing_name_the_file(tfrecord):
         4,
         offset,
     )
+
+
+# --------------------------------------------------------------------------- index files
+
+
+def test_write_sharded_writes_each_shards_index_in_tfrecord2idx_format(tmp_path):
+    paths = write_sharded(tmp_path / "x", PAYLOADS, 3, index=True)
+    for shard, path in enumerate(paths):
+        lines = path.with_name(path.name + ".index").read_text().splitlines()
+        bounds = expected_boundaries(PAYLOADS[shard::3])
+        assert lines == [f"{a} {b - a}" for a, b in zip(bounds, bounds[1:], strict=False)]
+    with pytest.raises(ValueError, match="index=True needs plain files: a GZIP file"):
+        write_sharded(tmp_path / "z", PAYLOADS, 2, compression="GZIP", index=True)
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        name for p in paths for name in (p.name, p.name + ".index")
+    )
+
+
+def test_a_view_takes_the_index_file_instead_of_walking_the_headers(tmp_path, monkeypatch):
+    paths = write_sharded(tmp_path / "x", PAYLOADS, 2, index=True)
+    monkeypatch.setattr(index, "build_index", lambda path: pytest.fail(f"walked {path}"))
+    with RecordView(paths) as view:
+        assert view[list(range(len(view)))] == PAYLOADS[0::2] + PAYLOADS[1::2]
+
+
+@pytest.mark.parametrize("content", ["", "0 16\n", "nonsense\n", "0 16 7\n", "5 0\n"])
+def test_an_index_file_that_does_not_fit_its_file_is_ignored(tfrecord, content):
+    tfrecord.with_name(tfrecord.name + ".index").write_text(content)
+    with RecordView(tfrecord) as view:
+        assert view[list(range(len(view)))] == PAYLOADS
+
+
+def test_a_replaced_or_resized_file_is_named_before_a_batch_is_read(tmp_path):
+    path, other = tmp_path / "a.tfrecord", tmp_path / "b.tfrecord"
+    write_records(path, PAYLOADS)
+    write_records(other, PAYLOADS[::-1])
+    with RecordView(path) as view:
+        os.replace(other, path)  # same size, another file
+        with pytest.raises(RecordError, match="the file was replaced since the view opened it"):
+            view[0]
+    with RecordView(path) as view:
+        with open(path, "ab") as stream:
+            stream.write(b"more")
+        with pytest.raises(RecordError, match=r"is now \d+ bytes since the view opened it"):
+            view[[1, 2]]
+
+
+_WORKER = """
+import pickle, sys
+view = pickle.loads(sys.stdin.buffer.read())
+sys.stdout.buffer.write(b"|".join(view[[len(view) - 1, 0]]))
+"""
+
+
+def test_a_view_pickles_into_another_process_which_reopens_the_files(tmp_path):
+    paths = write_sharded(tmp_path / "x", PAYLOADS, 2)
+    with RecordView(paths) as view:
+        blob = pickle.dumps(view)
+    worker = subprocess.run([sys.executable, "-c", _WORKER], input=blob, capture_output=True)
+    assert worker.returncode == 0, worker.stderr.decode()
+    assert worker.stdout == PAYLOADS[-1] + b"|" + PAYLOADS[0]
+    assert len(blob) < 2_000  # the index travels, not the records
+
+
+def test_the_index_holds_eight_bytes_per_record_and_the_records_stay_on_disk(tmp_path):
+    paths = write_sharded(tmp_path / "x", [bytes(1000)] * 20_000, 4, index=True)
+    with track_peak_memory() as peak, RecordView(paths) as view:
+        assert view.index_nbytes == 8 * (20_000 + 4)
+    assert peak.peak_increase_mib < 8  # the files hold 20 MB

@@ -105,6 +105,8 @@ def test_dataset_follows_the_permutation_and_reshuffles_each_pass(tmp_path):
     files = write_sorted(tmp_path, 2_000)
     dataset = global_shuffle_dataset(files, seed=5, read_batch=256)
     assert dataset.element_spec == tf.TensorSpec([], tf.string)
+    assert int(dataset.cardinality()) == 2_000  # known: Keras shows a total
+    assert int(dataset.batch(256).cardinality()) == 8
     first, second = indices_of(dataset), indices_of(dataset)
     assert first.tolist() == permutation(2_000, 5).tolist()
     assert second.tolist() == permutation(2_000, 5, epoch=1).tolist()
@@ -170,7 +172,7 @@ def test_import_does_not_import_tensorflow():
 
 
 class NumberReader:
-    """Stands in for RecordReader: record i is b"<i>"; reading the slice that holds ``slow``
+    """Stands in for RecordView: record i is b"<i>"; reading the slice that holds ``slow``
     takes 0.3 s, so a map that did not keep the order would hand out later slices first."""
 
     def __init__(self, size, slow=None):
@@ -182,7 +184,7 @@ class NumberReader:
     def __len__(self):
         return self.size
 
-    def read_many(self, ids):
+    def __getitem__(self, ids):
         if self.slow is not None and self.slow in ids:
             time.sleep(0.3)
         return [str(i).encode() for i in ids]
@@ -190,7 +192,7 @@ class NumberReader:
 
 def test_parallel_reads_keep_the_order_when_an_earlier_slice_is_slower(monkeypatch):
     expected = permutation(8, 4).tolist()
-    monkeypatch.setattr(shuffle, "RecordReader", NumberReader(8, slow=expected[0]))
+    monkeypatch.setattr(shuffle, "RecordView", NumberReader(8, slow=expected[0]))
     dataset = global_shuffle_dataset("unused.tfrecord", 4, read_batch=1, parallel_reads=4)
     assert [int(r) for r in dataset.as_numpy_iterator()] == expected
 
@@ -198,7 +200,7 @@ def test_parallel_reads_keep_the_order_when_an_earlier_slice_is_slower(monkeypat
 def test_record_numbers_beyond_float32_precision_reach_the_reader_exactly(monkeypatch):
     """Numbers over 2**24 are not exact in float32: the id pipeline must stay int64."""
     big = [2**24 + 1, 3, 2**31 + 7]
-    monkeypatch.setattr(shuffle, "RecordReader", NumberReader(2**32))
+    monkeypatch.setattr(shuffle, "RecordView", NumberReader(len(big)))
     monkeypatch.setattr(shuffle, "permutation", lambda n, seed, epoch=0: np.array(big))
     dataset = global_shuffle_dataset("unused.tfrecord", 0)
     assert [int(r) for r in dataset.as_numpy_iterator()] == big
