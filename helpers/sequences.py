@@ -83,9 +83,9 @@ def write_day(
     frames = zip(jpegs, stamps.tolist(), labels.tolist(), strict=True)
     examples = (
         _example_bytes(
-            {_ENCODED: ("bytes", [j]), _TIMESTAMP: ("int64", [t]), _LABELS: ("float", r)}
+            {_ENCODED: ("bytes", [jpeg]), _TIMESTAMP: ("int64", [stamp]), _LABELS: ("float", row)}
         )
-        for j, t, r in frames
+        for jpeg, stamp, row in frames
     )
     return write_records(path, examples, overwrite=overwrite)
 
