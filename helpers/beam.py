@@ -19,14 +19,18 @@ import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 
+import numpy as np
+
 from helpers import voc
 from helpers._checks import check_compression, check_int, check_seed
+from helpers.index import build_index
 from helpers.records import (
     _check_targets,
     _commit,
     _output_folder,
     _shard_paths,
     _temp_name,
+    _write_index,
     write_records,
 )
 from helpers.voc_records import _check_task, record_payload, split_order
@@ -85,6 +89,7 @@ def convert_with_beam(
     overwrite: bool = False,
     shuffle_seed: int | None = None,
     task: str = "segmentation",
+    index: bool = False,
     beam_options: Sequence[str] = (),
     verbose: bool = False,
     timeout: float | None = 3600,
@@ -109,7 +114,8 @@ def convert_with_beam(
     The ids are listed and the files renamed by this process, so ``voc_root`` and ``out_prefix``
     must be local folders that every worker sees too (on a cluster: a shared mount; ``gs://``
     would need Beam's FileSystems instead of ``open`` and ``os.replace``). Shown in notebook 08;
-    ``python -m helpers convert-voc --engine beam``.
+    ``python -m helpers convert-voc --engine beam``. With ``index``, each shard's ``.index``
+    file comes from one walk over its headers and is committed with the shards.
 
     Raises:
         FileExistsError: if a shard exists and ``overwrite`` is false (before Beam starts).
@@ -124,6 +130,8 @@ def convert_with_beam(
     compression = check_compression(compression)
     if shuffle_seed is not None:
         check_seed(shuffle_seed)
+    if index and compression:
+        raise ValueError(f"index=True needs plain files: a {compression} file cannot be indexed")
     if isinstance(beam_options, str) or not all(isinstance(o, str) for o in beam_options):
         raise TypeError(f"beam_options must be a list of strings, got {beam_options!r}")
     paths = _shard_paths(out_prefix, num_shards, compression)
@@ -138,7 +146,10 @@ def convert_with_beam(
             _run_in_child(job, verbose, timeout)
             for temp in temps[len(ids) :]:  # shards that receive no record: valid empty files
                 write_records(temp, [], compression)
-            _commit(list(zip(temps, paths, strict=True)), overwrite)
+            pairs = list(zip(temps, paths, strict=True))
+            if index:  # each shard's .index, from one walk over its headers, in the same commit
+                pairs += [_write_index(p, np.diff(build_index(t)).tolist()) for t, p in pairs]
+            _commit(pairs, overwrite)
         finally:
             for temp in temps:  # and the temporary files of a worker's write_records
                 for leftover in temp.parent.glob(f"*{temp.name}*"):

@@ -168,6 +168,7 @@ def convert_split(
     progress: bool = True,
     shuffle_seed: int | None = None,
     task: str = "segmentation",
+    index: bool = False,
 ) -> list[Path]:
     """Convert one split of a VOC2012-layout folder into TFRecord shards; return their paths.
 
@@ -179,6 +180,8 @@ def convert_split(
     Creates the folder of ``out_prefix`` (removed again if the conversion fails); a tqdm bar
     goes to stderr if ``progress``.
     Shown in notebook 02 ("Make it sturdy"); ``python -m helpers convert-voc``.
+
+    With ``index``, each shard's ``.index`` file (:class:`helpers.index.RecordView`) too.
 
     Raises:
         FileExistsError: if a shard exists and ``overwrite`` is false (before any pair is read).
@@ -197,4 +200,4 @@ def convert_split(
                 yield record_payload(voc_root, image_id, task, encoding)
 
     with _output_folder(out_prefix):
-        return write_sharded(out_prefix, payloads(), num_shards, compression, overwrite)
+        return write_sharded(out_prefix, payloads(), num_shards, compression, overwrite, index)

@@ -152,16 +152,17 @@ def test_the_command_line_passes_beam_options_and_names_a_bad_one(tmp_path, caps
     assert list(tmp_path.iterdir()) == []
 
 
+def in_this_process(job, verbose, timeout):
+    """The pipeline's steps, run here in order (no Beam start-up)."""
+    args = job["root"], job["task"], job["encoding"], len(job["temps"])
+    keyed = [beam._keyed_payload(item, *args) for item in enumerate(job["ids"])]
+    for shard in sorted({k for k, _ in keyed}):
+        group = (shard, [v for k, v in reversed(keyed) if k == shard])  # any order
+        beam._write_shard(group, job["temps"], job["compression"])
+
+
 def test_shards_without_records_are_empty_files_as_on_the_local_engine(tmp_path, monkeypatch):
-    """More shards than ids; the pipeline's steps run here in order (no Beam start-up)."""
-
-    def in_this_process(job, verbose, timeout):
-        args = job["root"], job["task"], job["encoding"], len(job["temps"])
-        keyed = [beam._keyed_payload(item, *args) for item in enumerate(job["ids"])]
-        for shard in sorted({k for k, _ in keyed}):
-            group = (shard, [v for k, v in reversed(keyed) if k == shard])  # any order
-            beam._write_shard(group, job["temps"], job["compression"])
-
+    """More shards than ids."""
     monkeypatch.setattr(beam, "_run_in_child", in_this_process)
     paths = beam.convert_with_beam(voc.sample_root(), "val", tmp_path / "x", num_shards=5,
                                compression="ZLIB", shuffle_seed=1)  # fmt: skip
@@ -169,6 +170,24 @@ def test_shards_without_records_are_empty_files_as_on_the_local_engine(tmp_path,
     assert [p.read_bytes() for p in paths] == [p.read_bytes() for p in local]
     assert [sum(1 for _ in iter_records(p, "ZLIB")) for p in paths] == [1, 1, 1, 0, 0]
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted([p.name for p in paths] + ["local"])
+
+
+def test_index_files_are_the_local_engines_and_committed_with_the_shards(tmp_path, monkeypatch):
+    monkeypatch.setattr(beam, "_run_in_child", in_this_process)
+    paths = beam.convert_with_beam(voc.sample_root(), "val", tmp_path / "x", num_shards=2,
+                                   index=True)  # fmt: skip
+    local = local_shards(tmp_path, "val", num_shards=2, index=True)
+    indexes = [p.with_name(p.name + ".index") for p in paths]
+    assert [p.read_bytes() for p in paths + indexes] == [
+        p.read_bytes() for p in local + [p.with_name(p.name + ".index") for p in local]
+    ]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        [p.name for p in paths + indexes] + ["local"]
+    )
+    with pytest.raises(ValueError, match="index=True needs plain files: a GZIP file"):
+        beam.convert_with_beam(voc.sample_root(), "val", tmp_path / "z", compression="GZIP",
+                               index=True)  # fmt: skip
+    assert not list(tmp_path.glob("z*"))
 
 
 def test_importing_helpers_beam_imports_neither_beam_nor_tensorflow():
