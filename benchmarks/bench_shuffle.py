@@ -25,7 +25,7 @@ import numpy as np
 from scipy import stats
 
 from benchmarks._common import compare, work_dir
-from helpers.index import RecordReader, build_index
+from helpers.index import RecordView, build_index
 from helpers.records import iter_records, write_records
 from helpers.shuffle import global_shuffle_dataset, permutation
 
@@ -81,18 +81,18 @@ def order_of(dataset) -> tuple[np.ndarray, np.ndarray]:
     )
 
 
-def shuffled_records(reader: RecordReader, seed: int, read_batch: int = READ_BATCH):
+def shuffled_records(reader: RecordView, seed: int, read_batch: int = READ_BATCH):
     """Notebook 04's generator: every record once, in the order of `permutation`."""
     order = permutation(len(reader), seed)
     for start in range(0, len(order), read_batch):
-        yield from reader.read_many(order[start : start + read_batch])
+        yield from reader[order[start : start + read_batch]]
 
 
 def per_record_generator_dataset(files: list[str], seed: int):
     """Variant A: `from_generator` yielding one record per call."""
     import tensorflow as tf
 
-    reader = RecordReader(files)  # indexed once, like global_shuffle_dataset
+    reader = RecordView(files)  # indexed once, like global_shuffle_dataset
     spec = tf.TensorSpec([], tf.string)
     return tf.data.Dataset.from_generator(
         lambda: shuffled_records(reader, seed), output_signature=spec
@@ -103,12 +103,12 @@ def batch_generator_dataset(files: list[str], seed: int, read_batch: int = READ_
     """Variant B: `from_generator` yielding `read_batch` records per call, then `unbatch`."""
     import tensorflow as tf
 
-    reader = RecordReader(files)
+    reader = RecordView(files)
 
     def batches():
         order = permutation(len(reader), seed)
         for start in range(0, len(order), read_batch):
-            yield np.array(reader.read_many(order[start : start + read_batch]), dtype=object)
+            yield np.array(reader[order[start : start + read_batch]], dtype=object)
 
     spec = tf.TensorSpec([None], tf.string)
     return tf.data.Dataset.from_generator(batches, output_signature=spec).unbatch()
@@ -169,7 +169,7 @@ def main() -> None:
         return sum(1 for _ in tf.data.TFRecordDataset(files))
 
     def python_global() -> int:
-        with RecordReader(files) as reader:
+        with RecordView(files) as reader:
             return sum(1 for _ in shuffled_records(reader, SEED))
 
     def python_sequential() -> int:
@@ -185,13 +185,13 @@ def main() -> None:
         return drain(batch_generator_dataset(files, SEED))
 
     compare(
-        "python loop: permutation + read_many vs TFRecordDataset (eager)",
+        "python loop: permutation + view[ids] vs TFRecordDataset (eager)",
         tf_sequential_python,
         python_global,
         repeats=3,
     )
     compare(
-        "python loop: permutation + read_many vs records.iter_records",
+        "python loop: permutation + view[ids] vs records.iter_records",
         python_sequential,
         python_global,
     )
@@ -221,7 +221,7 @@ def main() -> None:
         lambda: [build_index(f) for f in files],
     )
 
-    with RecordReader(files) as reader:
+    with RecordView(files) as reader:
         n = len(reader)
         record_bytes = sum(os.path.getsize(f) for f in files) // n
         order_bytes = permutation(n, SEED).nbytes
