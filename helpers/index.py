@@ -1,13 +1,11 @@
 """Random access to the records of plain TFRecord files, through an index of byte offsets.
 
-A TFRecord file has no table of contents: to reach record ``i`` you walk the ``i`` headers
-before it. Notebook 04 ("Index the files: where every record starts") shows that walk;
-:func:`build_index` remembers it, and :class:`RecordView` uses the index to hand out any
-record by its number, every CRC checked, from a memory map of each file. An index can
-also be written beside a shard when it is written (``write_sharded(..., index=True)``):
-``<shard>.index``, one line ``start length`` per record, the format of the ``tfrecord``
-package's ``tfrecord2idx``, so its readers can use ours. Only plain files can be indexed:
-in a GZIP or ZLIB file, reaching record ``i`` means decompressing everything before it.
+A TFRecord file has no table of contents: reaching record ``i`` means walking the headers
+before it (notebook 04, "Index the files"). :func:`build_index` does that walk;
+``write_sharded(..., index=True)`` saves it beside each shard as ``<shard>.index``, one
+``start length`` line per record (``tfrecord2idx``'s format, so the ``tfrecord`` package reads
+ours). :class:`RecordView` hands out any record by its number. GZIP and ZLIB files cannot be
+indexed: reaching record ``i`` there means decompressing everything before it.
 """
 
 from __future__ import annotations
@@ -28,12 +26,8 @@ _FRAME_SIZE = _HEADER_SIZE + records._FOOTER_SIZE  # what a record adds to its p
 
 
 def build_index(path: str | os.PathLike) -> np.ndarray:
-    """Walk the record headers of a plain TFRecord file; return its record boundaries.
-
-    The result is an int64 array of ``n + 1`` byte offsets: record ``i`` (header,
-    payload and footer) spans ``[b[i], b[i + 1])``, so the index costs 8 bytes per
-    record. Every length CRC is checked and every record must end inside the file;
-    payloads are skipped, not read (:class:`RecordView` checks them on every read).
+    """The ``n + 1`` record boundaries (int64) of a plain file: record ``i`` spans
+    ``[b[i], b[i + 1])``. Headers are checked, payloads skipped (the reads check them).
 
     Raises:
         ValueError: if the file is GZIP- or ZLIB-compressed (it cannot be indexed).
@@ -87,16 +81,14 @@ def _boundaries(path: Path, size: int) -> np.ndarray:
 class RecordView:
     """Any record of one or several plain TFRecord files, by its number: ``view[i]``.
 
-    Records are numbered across ``paths`` in order: the first file's, then the second's, and
-    so on. ``len(view)`` needs no payload: it comes from each file's ``.index`` file, or one
-    walk over its headers (:func:`build_index`). ``view[i]`` returns the payload bytes;
-    ``view[[i, j, ...]]`` (or ``view.__getitems__``) a list of them. Every read checks both
-    CRCs and that the files kept the sizes they had when the view opened, so a file that
-    changed gives a :class:`~helpers.records.RecordError`, never wrong bytes (a file cut short
-    *while* a batch is read can still end the process with SIGBUS: memory maps cannot help
-    it). Memory: 8 bytes per record. The view is what Grain's random-access sources and
-    PyTorch's map-style datasets expect (``__len__``, ``__getitem__``), and it pickles into
-    their worker processes, which reopen the files. Shown in notebooks 04 and 05.
+    Records are numbered across ``paths`` in order. ``len(view)`` comes from each file's
+    ``.index`` or one header walk; ``view[i]`` is a payload, ``view[[i, j]]`` (Grain's
+    ``__getitems__``) a list. Reads come from memory maps and check both CRCs, and that no
+    file was replaced or resized since the view opened: a changed file is a
+    :class:`~helpers.records.RecordError`, never wrong bytes (one cut short *during* a read can
+    still kill the process with SIGBUS). Memory: 8 bytes per record. It is a random-access
+    source for Grain and a map-style dataset for PyTorch, and pickles into their workers,
+    which reopen the files. Shown in notebooks 04 and 05.
 
     Args:
         paths: one file or a sequence of files. progress: a bar on stderr while indexing.

@@ -7,16 +7,10 @@ A TFRecord file is a sequence of records, each laid out as::
     bytes  payload         `length` bytes (usually a serialized tf.train.Example)
     uint32 masked_crc32c(payload)
 
-Notebook 02 writes such files with ``tf.io.TFRecordWriter`` and notebook 06 takes one
-apart byte by byte; this module remembers what they showed. :func:`check_header` and
-:func:`check_payload` are the one place where a record's framing is checked: the
-sequential reader here, the offset index and random access (:mod:`helpers.index`) all
-use them. Any damage raises :class:`RecordError` naming the file, the record index and
-its byte offset.
-
-TensorFlow writes three kinds of file, and so does this module: plain, ``"GZIP"`` and
-``"ZLIB"`` (the same records in one compressed stream, made with zlib's settings as
-TensorFlow uses them). No TensorFlow is imported; CRC32C comes from ``google-crc32c``.
+Notebook 02 writes such files with ``tf.io.TFRecordWriter``, notebook 06 takes one apart.
+:func:`check_header` and :func:`check_payload` are the one framing check, here and in
+:mod:`helpers.index`; damage raises :class:`RecordError` naming file, record and byte offset.
+Files are plain, ``"GZIP"`` or ``"ZLIB"``, as TensorFlow writes them; no TensorFlow is imported.
 """
 
 from __future__ import annotations
@@ -49,18 +43,13 @@ _GZIP_MAGIC = b"\x1f\x8b"
 _WBITS = {"GZIP": 31, "ZLIB": 15}
 _SUFFIX = {None: ".tfrecord", "GZIP": ".tfrecord.gz", "ZLIB": ".tfrecord.zz"}
 _BUFFER = 1 << 20
-# The most bytes of one record a reader holds (256 MiB; iter_records' max_record_bytes
-# changes it): a crafted length allocates no more. verify() holds no record at all.
+# The most bytes of one record a reader holds (iter_records' max_record_bytes changes it).
 _MAX_RECORD_BYTES = 1 << 28
 
 
 class RecordError(ValueError):
-    """A TFRecord file is damaged or is not what it was read as.
-
-    Attributes:
-        path: the file. index: 0-based record number. offset: byte offset of that
-        record's header in the (uncompressed) stream. reason: what was wrong.
-    """
+    """A damaged TFRecord file: ``path``, record ``index``, header ``offset`` (uncompressed
+    stream), and the ``reason``."""
 
     def __init__(self, path: str | os.PathLike, index: int, offset: int, reason: str):
         self.path, self.index, self.offset, self.reason = str(path), index, offset, reason
@@ -71,10 +60,7 @@ class RecordError(ValueError):
 
 
 def masked_crc32c(data: bytes) -> int:
-    """CRC32C of ``data``, rotated right by 15 bits and offset, as TFRecord stores it.
-
-    Notebook 06 ("Take one record apart") writes the formula out.
-    """
+    """CRC32C of ``data``, rotated and offset as TFRecord stores it (notebook 06)."""
     return _mask(google_crc32c.value(bytes(data)))
 
 
@@ -112,11 +98,9 @@ def check_header(
 def check_payload(
     body: bytes, length: int, path: str | os.PathLike, index: int, offset: int
 ) -> bytes:
-    """Check a record's payload followed by its 4-byte CRC; return the payload.
+    """Check a record's payload and its 4-byte CRC in ``body``; return the payload.
 
-    Raises:
-        RecordError: if ``body`` is shorter than ``length + 4`` bytes (the file ends
-            inside the record) or the payload CRC does not match.
+    Raises RecordError if ``body`` is cut short or the payload CRC does not match.
     """
     _check_complete(len(body), length, path, index, offset)
     payload = body[:length]
@@ -187,16 +171,11 @@ class _AtomicRecordFile:
 
 
 def _write_index(path: Path, sizes: list[int]) -> tuple[Path, Path]:
-    """Write the index of ``path``, ``start length`` per record, to a temporary file next to it;
-    return the temporary and the final name of the index."""
+    """Write ``path``'s index (``start length`` per record) to a temporary file: (temp, final)."""
     index = path.with_name(path.name + ".index")
-    index_temp = _temp_name(index)
-    starts = itertools.accumulate(sizes, initial=0)
-    lines = (
-        f"{start} {size}\n" for start, size in zip(starts, sizes, strict=False)
-    )  # n + 1 starts
-    index_temp.write_text("".join(lines))
-    return index_temp, index
+    temp, starts = _temp_name(index), itertools.accumulate(sizes, initial=0)
+    temp.write_text("".join(f"{a} {n}\n" for a, n in zip(starts, sizes, strict=False)))
+    return temp, index
 
 
 @contextlib.contextmanager
@@ -225,11 +204,11 @@ def _finish_interrupted(folder: Path, fd: int) -> None:
 
 def _is_alive(pid: int) -> bool:
     try:
-        os.kill(pid, 0)
+        os.kill(pid, 0)  # PermissionError: alive, another user's
     except ProcessLookupError:
         return False
-    except PermissionError:  # another user's process
-        return True
+    except PermissionError:
+        pass
     return True
 
 
@@ -260,12 +239,11 @@ def _check_targets(paths: list[Path], overwrite: bool) -> None:
 
 
 def _commit(pairs: list[tuple[Path, Path]], overwrite: bool) -> None:
-    """Rename each finished temporary file over its path: one commit for all of them.
+    """Rename each finished temporary file over its path, as one commit.
 
-    Under the folder's lock, so two writers never interleave their renames: the last to
-    commit wins with all its files. The pairs go to a journal first; a writer killed during
-    the renames leaves it, and the next helpers write into the folder redoes them (the
-    temporary files are complete on disk), so its files end as one complete set.
+    Under the folder's lock, so writers never interleave renames (the last wins, whole). A
+    journal lists the renames first; if a kill leaves it, the next write in the folder redoes
+    them (the temporary files are complete on disk).
     """
     folder = pairs[0][1].parent
     journal = folder / f".{pairs[0][1].name}.{os.getpid()}.commit"
@@ -304,11 +282,8 @@ def _write_all(
     paths: list[Path], payloads: Iterable[bytes], compression: str | None, overwrite: bool,
     index: bool = False,
 ) -> list[int]:  # fmt: skip
-    """Deal ``payloads`` round-robin over ``paths``: all files appear, or none (and no temp file).
-
-    An existing file is replaced only by the commit at the very end, so a failed write
-    never loses the old one. With ``index``, each file's ``.index`` is part of the commit.
-    """
+    """Deal ``payloads`` round-robin over ``paths``, committed together (with their ``.index``
+    files if ``index``); a failure leaves the old files and no temporary file."""
     if index and compression:
         raise ValueError(f"index=True needs plain files: a {compression} file cannot be indexed")
     _check_targets(paths, overwrite)
@@ -338,9 +313,8 @@ def write_records(
 ) -> int:
     """Write ``payloads`` as TFRecord records to ``path``; return how many were written.
 
-    What notebook 02 does with ``tf.io.TFRecordWriter``, made sturdy: the file appears
-    only when complete (a temporary file in the same folder, flushed to disk, then
-    renamed), and an existing file is never replaced unless ``overwrite`` is true.
+    Notebook 02's ``tf.io.TFRecordWriter``, made sturdy: the file appears only when complete
+    (temporary file, fsync, rename); an existing one is replaced only if ``overwrite``.
 
     Raises:
         FileExistsError: if ``path`` exists and ``overwrite`` is false.
@@ -370,16 +344,13 @@ def write_sharded(
 ) -> list[Path]:
     """Write ``payloads`` into ``num_shards`` TFRecord files; return their paths.
 
-    Record ``i`` goes to shard ``i % num_shards`` (notebook 02, "the sturdy version"):
-    this streams, keeps shards within one record of each other, and gives each shard a
-    sample of the whole sequence. Every shard name is checked before anything is
-    read; the shards are committed together at the end, so an error half way leaves neither
-    shards nor temporary files. A kill during the commit's renames can leave old and new
-    shards side by side until the next helpers write into the folder, which finishes the
-    renames first (it warns). Two writers to one prefix: the last to commit wins with all its
-    shards. A shard that receives no record is a valid empty file. With ``index`` (plain
-    files only), each shard gets ``<shard>.index`` in the same commit, for
-    :class:`helpers.index.RecordView` (notebook 04).
+    Record ``i`` goes to shard ``i % num_shards`` (notebook 02, "the sturdy version"). The
+    names are checked before anything is read; the shards are committed together at the end,
+    so an error leaves neither shards nor temporary files. A kill during the commit's renames
+    can leave old and new shards side by side until the next helpers write into the folder
+    finishes the renames (it warns). Of two writers to one prefix the last to commit wins,
+    whole. With ``index`` (plain files), each shard's ``.index`` is committed with it
+    (:class:`helpers.index.RecordView`, notebook 04).
 
     Raises:
         FileExistsError: if a shard exists and ``overwrite`` is false (nothing is read).
@@ -458,14 +429,10 @@ def iter_records(
 ) -> Iterator[bytes] | Iterator[tuple[int, bytes]]:
     """Yield the payload of every record in a TFRecord file, checking both CRCs.
 
-    Plain Python, no TensorFlow: ``tf.train.Example.FromString`` turns a payload back
-    into an Example (notebook 02, "Read them again in plain Python"). Measured against
-    ``tf.compat.v1.io.tf_record_iterator`` (``python -m benchmarks records``): about 2x
-    faster on 590 KB records, but TensorFlow wins on 1 KB ones (this is 0.5-0.6x plain,
-    0.75x compressed): the per-record cost of Python shows there. With
-    ``offsets=True`` yield ``(offset, payload)``, where ``offset`` is the byte at which
-    the record's header starts in the (uncompressed) stream (notebook 06). A record over
-    ``max_record_bytes`` (default 256 MiB) is refused before it is read.
+    Plain Python (notebook 02, "Read them again in plain Python"); ``python -m benchmarks
+    records`` compares it with TensorFlow's readers. With ``offsets=True`` yield ``(offset,
+    payload)``: where the header starts in the (uncompressed) stream (notebook 06). A record
+    over ``max_record_bytes`` (default 256 MiB) is refused before it is read.
 
     Raises:
         RecordError: at the first damaged or too long record (records before it are yielded).
@@ -478,9 +445,7 @@ def iter_records(
 
 
 def verify(path: str | os.PathLike, compression: str | None = None) -> int:
-    """Check every record of a TFRecord file; return how many there are.
-
-    Payloads are checked as they stream by: memory stays small whatever their size.
+    """Check every record of a TFRecord file, streaming (small memory); return how many.
 
     Raises:
         RecordError: at the first damaged record, naming the file, index and byte offset.
@@ -492,10 +457,8 @@ def verify(path: str | os.PathLike, compression: str | None = None) -> int:
 def detect_compression(path: str | os.PathLike) -> str | None:
     """Tell from its first bytes how a record file is stored: ``None``, ``"GZIP"`` or ``"ZLIB"``.
 
-    A file whose first 12 bytes are a valid record header is plain (whatever else they
-    look like), and so is an empty file; otherwise the GZIP magic bytes mean GZIP and a
-    valid zlib header (deflate, 32 KiB window, header checksum) means ZLIB. Shown in
-    notebook 06; the command line and ``helpers.pipeline`` use it.
+    A valid first record header (or an empty file) means plain; else the GZIP magic means
+    GZIP and a valid zlib header means ZLIB. Shown in notebook 06.
 
     Raises:
         RecordError: for a non-empty file that is none of the three (record 0, byte 0).

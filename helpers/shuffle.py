@@ -1,18 +1,11 @@
 """A uniform global shuffle of TFRecord files: a seeded permutation, read by random access.
 
-``dataset.shuffle(buffer_size)`` only mixes the records that sit in its buffer at the
-same time, so on sorted files a buffer smaller than the data keeps much of the input
-order. Notebook 04 (``04_measure_shuffle_bias.ipynb``) measures that bias and builds
-the fix step by step: shuffle record *numbers* instead of records, then load each
-record by its byte offset with :class:`helpers.index.RecordView`. This module keeps
-the two pieces later notebooks use again:
-
-* :func:`permutation`: the one seeded permutation of record numbers (notebooks 04,
-  05 and 07);
-* :func:`global_shuffle_dataset`: the same thing as a ``tf.data.Dataset`` that draws
-  a new permutation for every pass.
-
-No TensorFlow is imported here until :func:`global_shuffle_dataset` is called.
+``dataset.shuffle(buffer_size)`` mixes only what sits in its buffer, so on sorted files a
+small buffer keeps much of the input order. Notebook 04 measures that bias and builds the
+fix: shuffle record *numbers*, then load each record through :class:`helpers.index.RecordView`.
+:func:`permutation` is the one seeded permutation (notebooks 04, 05, 07);
+:func:`global_shuffle_dataset` is the same as a ``tf.data.Dataset``, a new order every pass.
+No TensorFlow is imported until a dataset is made.
 """
 
 from __future__ import annotations
@@ -32,17 +25,14 @@ if TYPE_CHECKING:  # TensorFlow is imported only when a dataset is made
 
 
 def permutation(num_records: int, seed: int, epoch: int = 0) -> np.ndarray:
-    """Return a uniformly random permutation of ``0 .. num_records - 1`` as int64.
+    """A uniformly random permutation of ``0 .. num_records - 1`` as int64 (notebook 04).
 
-    The same ``(seed, epoch)`` always gives the same permutation; any other pair gives
-    an independent one (NumPy's ``default_rng`` seeded with both numbers). Pass a new
-    ``epoch`` for each pass over the data. Shown in notebook 04, section "Shuffle
-    globally by random access".
+    The same ``(seed, epoch)`` gives the same permutation, any other pair an independent one
+    (``default_rng([seed, epoch])``): pass a new ``epoch`` for each pass over the data.
 
     Raises:
-        TypeError: if an argument is not an int (``seed=None`` included; NumPy
-            integers are accepted).
-        ValueError: if an argument is negative.
+        TypeError: for an argument that is not an int (``None`` included; NumPy ints are fine).
+        ValueError: for a negative argument.
     """
     num_records = check_int(num_records, "num_records", minimum=0)
     seed = check_seed(seed)
@@ -60,21 +50,13 @@ def global_shuffle_dataset(
 ) -> tf.data.Dataset:
     """A ``tf.data.Dataset`` of every record of ``files``, in a uniformly random order.
 
-    Each pass over the dataset (each epoch of ``.repeat()``, each new ``for`` loop)
-    yields every record once, in the order of ``permutation(n, seed, epoch=k)`` for
-    pass ``k`` (always ``epoch=0`` with ``reshuffle_each_iteration=False``). Elements
-    are scalar ``tf.string`` tensors, like those of ``tf.data.TFRecordDataset``.
-    Memory: the offset index (8 bytes per record), the permutation (8 bytes per
-    record) and a few slices of ``read_batch`` records being read; never the data.
-
-    This is notebook 04's "Shuffle ids with a full buffer, then load the records"
-    with the ``tf.data`` buffer of ids replaced by :func:`permutation`: the record
-    numbers go through the pipeline in slices of ``read_batch``, a ``map`` reads each
-    slice with :class:`~helpers.index.RecordView` (``view[ids]``) inside
-    ``tf.numpy_function`` (``parallel_reads`` slices at a time, ``None`` meaning
-    ``tf.data.AUTOTUNE``, order kept), and ``unbatch`` splits the slices into records.
-    The files are indexed once, here, and stay open while the dataset exists. The
-    dataset knows its cardinality (``len``), so Keras shows a total for each epoch.
+    Pass ``k`` over the dataset yields every record once, in the order of
+    ``permutation(n, seed, epoch=k)`` (``epoch=0`` always without reshuffling), as scalar
+    ``tf.string`` tensors like ``tf.data.TFRecordDataset``'s. Slices of ``read_batch``
+    numbers are read with :class:`~helpers.index.RecordView` in ``tf.numpy_function``
+    (``parallel_reads`` at a time, ``None``: AUTOTUNE; order kept), as in notebook 04.
+    Memory: 16 bytes per record (index and permutation), never the data. The cardinality is
+    known, so Keras shows a total per epoch.
     ``benchmarks/bench_shuffle.py`` compares it with sequential reading.
 
     Raises:
