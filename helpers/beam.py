@@ -1,8 +1,7 @@
 """The Beam engine of ``convert-voc``: the local engine's shard files, written by Apache Beam.
 
-Notebook 08 ("Run the same conversion with Apache Beam") shows it and proves its shards
-byte-identical to those of :func:`helpers.voc_records.convert_split`: both write the order of
-``split_order`` and the records of ``record_payload``. Imports no Beam or TensorFlow at import.
+Notebook 08 shows its shards byte-identical to :func:`helpers.voc_records.convert_split`'s.
+Imports no Beam or TensorFlow at import.
 """
 
 from __future__ import annotations
@@ -97,25 +96,17 @@ def convert_with_beam(
     """Convert one split into TFRecord shards with an Apache Beam pipeline; return their paths.
 
     The same files, byte for byte, as :func:`helpers.voc_records.convert_split` with the same
-    arguments: position ``p`` of :func:`~helpers.voc_records.split_order` (the split file's
-    order, or with ``shuffle_seed`` a seeded uniform permutation) goes to shard
-    ``p % num_shards``. The pipeline: ``Create`` the numbered ids; on the workers,
-    :func:`~helpers.voc_records.record_payload` keyed by shard and place in it; ``GroupByKey``;
-    each shard sorted and written to a hidden temporary file next to its final name. Only when
-    every shard is written are they renamed, all or nothing: a bad image leaves neither shards
-    nor temporary files. (A shard's records are held in one worker's memory while it is written.)
+    arguments (notebook 08; ``python -m helpers convert-voc --engine beam``): ``Create`` the
+    numbered ids of ``split_order``; on the workers ``record_payload`` keyed by shard and place;
+    ``GroupByKey``; each shard sorted and written to a temporary file (held in one worker's
+    memory meanwhile). The shards (and their ``.index`` files if ``index``) are committed
+    together as the local engine's; a bad image leaves nothing behind.
 
-    Beam runs in a Python process of its own, on this machine by default: Beam's FnApiRunner
-    (what DirectRunner uses for batch work, without its attempt to download the Prism runner)
-    with one worker process per core. ``beam_options`` (e.g. ``["--direct_num_workers=1"]`` or
-    ``["--runner=FlinkRunner", ...]``) are parsed by Beam's ``PipelineOptions`` and override
-    these defaults. Beam's logging and its workers' output stay off stderr unless ``verbose``.
-    After ``timeout`` seconds (``None``: no limit) the pipeline is stopped; nothing is written.
-    The ids are listed and the files renamed by this process, so ``voc_root`` and ``out_prefix``
-    must be local folders that every worker sees too (on a cluster: a shared mount; ``gs://``
-    would need Beam's FileSystems instead of ``open`` and ``os.replace``). Shown in notebook 08;
-    ``python -m helpers convert-voc --engine beam``. With ``index``, each shard's ``.index``
-    file comes from one walk over its headers and is committed with the shards.
+    Beam runs in a process of its own: by default its FnApiRunner (DirectRunner's batch engine,
+    without its download of the Prism runner), one worker process per core; ``beam_options``
+    (``["--direct_num_workers=1"]``, ``["--runner=FlinkRunner", ...]``) override that. Its
+    logging stays off stderr unless ``verbose``; after ``timeout`` seconds (``None``: never) it
+    is stopped. Folders must be local ones every worker sees (a shared mount on a cluster).
 
     Raises:
         FileExistsError: if a shard exists and ``overwrite`` is false (before Beam starts).
@@ -142,16 +133,16 @@ def convert_with_beam(
         job = {"options": list(beam_options), "verbose": verbose, "ids": ids, "root": str(voc_root),
                "task": task, "encoding": encoding, "temps": [str(t) for t in temps],
                "compression": compression}  # fmt: skip
+        pairs = list(zip(temps, paths, strict=True))
         try:
             _run_in_child(job, verbose, timeout)
             for temp in temps[len(ids) :]:  # shards that receive no record: valid empty files
                 write_records(temp, [], compression)
-            pairs = list(zip(temps, paths, strict=True))
-            if index:  # each shard's .index, from one walk over its headers, in the same commit
-                pairs += [_write_index(p, np.diff(build_index(t)).tolist()) for t, p in pairs]
+            if index:  # each shard's .index, from one walk over its headers
+                pairs.extend([_write_index(p, np.diff(build_index(t)).tolist()) for t, p in pairs])
             _commit(pairs, overwrite)
         finally:
-            for temp in temps:  # and the temporary files of a worker's write_records
+            for temp, _ in pairs:  # and the temporary files of a worker's write_records
                 for leftover in temp.parent.glob(f"*{temp.name}*"):
                     leftover.unlink(missing_ok=True)
     return paths
