@@ -8,7 +8,10 @@ Every comparison runs the baseline and the candidate alternately on the same rec
   before its rename); the bytes must be identical (plain, GZIP and ZLIB);
 * reading, every record's bytes delivered to Python with both CRCs checked, against the
   strongest TensorFlow paths for the same work: ``tf.compat.v1.io.tf_record_iterator``
-  (C++ reader, one Python call per record) and ``TFRecordDataset.as_numpy_iterator()``.
+  (C++ reader, one Python call per record), ``TFRecordDataset.as_numpy_iterator()``, the
+  same dataset batched (``.batch(256)``: one Python step per 256 records, the bytes
+  arriving as a NumPy array of them), and, over the shards of ``write_sharded``, the
+  batched dataset reading them in parallel (``num_parallel_reads``, with ``prefetch``).
   Large records are a 384x384 image and its mask as raw bytes (~590 KB); small ones a
   16x16 pair (~1 KB), where per-record overhead dominates.
 """
@@ -28,6 +31,7 @@ from helpers.records import iter_records, write_records, write_sharded
 LARGE_SIDE, LARGE_COUNT = 384, 200  # ~118 MB
 SMALL_SIDE, SMALL_COUNT = 16, 5000  # ~5.6 MB
 SHARDS = 4
+BATCH = 256  # the batched baselines' batch size
 
 
 def make_payloads(side: int, count: int, seed: int) -> list[bytes]:
@@ -81,8 +85,24 @@ def read_with_as_numpy_iterator(path: Path, compression: str | None) -> int:
     return sum(1 for _ in dataset.as_numpy_iterator())
 
 
+def read_with_batched_dataset(path: Path, compression: str | None) -> int:
+    dataset = tf.data.TFRecordDataset(str(path), compression_type=compression or "")
+    return sum(len(batch) for batch in dataset.batch(BATCH).as_numpy_iterator())
+
+
 def read_with_helpers(path: Path, compression: str | None) -> int:
     return sum(1 for _ in iter_records(path, compression))
+
+
+def read_shards_in_parallel(paths: list[Path]) -> int:
+    """All shards at once: ``num_parallel_reads`` C++ readers, batched, prefetched."""
+    dataset = tf.data.TFRecordDataset([str(p) for p in paths], num_parallel_reads=len(paths))
+    batches = dataset.batch(BATCH).prefetch(tf.data.AUTOTUNE)
+    return sum(len(batch) for batch in batches.as_numpy_iterator())
+
+
+def read_shards_with_helpers(paths: list[Path]) -> int:
+    return sum(1 for path in paths for _ in iter_records(path))
 
 
 def main() -> None:
@@ -107,7 +127,12 @@ def main() -> None:
                 )
             assert ours.read_bytes() == theirs.read_bytes(), f"{label} {kind}: writers disagree"
             ours_read = partial(read_with_helpers, theirs, compression)
-            for baseline in (read_with_tf_record_iterator, read_with_as_numpy_iterator):
+            baselines = (
+                read_with_tf_record_iterator,
+                read_with_as_numpy_iterator,
+                read_with_batched_dataset,
+            )
+            for baseline in baselines:
                 theirs_read = partial(baseline, theirs, compression)
                 assert theirs_read() == ours_read() == len(payloads)
                 name = baseline.__name__.removeprefix("read_with_")
@@ -118,6 +143,15 @@ def main() -> None:
         lambda: tf_write_sharded(tf_paths, large),
         lambda: write_sharded(folder / "sharded", large, SHARDS, overwrite=True),
     )
+    for label, payloads in (("large", large), ("small", small)):
+        paths = write_sharded(folder / f"{label}-sharded", payloads, SHARDS, overwrite=True)
+        assert read_shards_in_parallel(paths) == read_shards_with_helpers(paths) == len(payloads)
+        compare(
+            f"read {label}, {SHARDS} shards: iter_records (one file after another) vs "
+            f"TFRecordDataset(num_parallel_reads={SHARDS}).batch({BATCH})",
+            partial(read_shards_in_parallel, paths),
+            partial(read_shards_with_helpers, paths),
+        )
 
 
 if __name__ == "__main__":
