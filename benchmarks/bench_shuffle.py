@@ -14,25 +14,48 @@ Prints:
   tf.data pipeline (the helper, D), and of three other ways to make it a Dataset
   (A, B, C);
 * the cost of building the offset index against one sequential pass;
-* the memory each read path holds, computed.
+* the memory each read path holds, computed;
+* the shootout of issue 25 (:func:`shootout`): one label-sorted dataset of 70,000 records in
+  3 shards (``write_sharded(..., index=True)``), records of 800 bytes, then 100 bytes and
+  10 KB, a whole epoch in batches of 256 by every way to read it: ``tf.data`` in order (one
+  file after another, and 3 files in parallel), ``shuffle(10_000)``, ``shuffle(70_000)``,
+  shuffled files + interleave + ``shuffle(10_000)``, the ``RecordView`` read in a uniformly
+  random order (``view[ids]``), ``global_shuffle_dataset`` (``tf.data``), Grain's
+  ``MapDataset`` (shuffle, batch) over the view and over an ArrayRecord copy (array_record's
+  own writer, ``group_size:1`` as Grain asks), and ArrayRecord's own ``__getitems__`` on a
+  permutation. All run in turn in every round (the order reversed every other round, one
+  warm-up round first); printed: records/s (median and range) of each, and the issue's
+  ratios, each the median of the per-round ratios, with the goal and whether the worst
+  round met it.
 """
 
 from __future__ import annotations
 
 import os
+import statistics
+import time
+from collections.abc import Callable
+from pathlib import Path
 
 import numpy as np
 from scipy import stats
 
-from benchmarks._common import compare, work_dir
+from benchmarks._common import EXTRA, RESULTS, Comparison, collector_paused, compare, work_dir
 from helpers.index import RecordView, build_index
-from helpers.records import iter_records, write_records
+from helpers.records import iter_records, write_records, write_sharded
 from helpers.shuffle import global_shuffle_dataset, permutation
 
 NUM_RECORDS, NUM_CLASSES, NUM_SHARDS = 70_000, 10, 70
 SEED = 7
 BATCH = 256  # consumer batch size for the tf.data comparisons
 READ_BATCH = 1024
+# The shootout: record sizes in payload bytes (the first is the issue's headline), shards.
+RECORD_SIZES = (800, 100, 10_000)
+SHOOTOUT_SHARDS = 3
+SHOOTOUT_ROUNDS = 3  # timed rounds after the warm-up; every contender runs once per round
+# array_record's writer: one record per group (Grain's ArrayRecordDataSource warns otherwise:
+# random access then decodes a whole group per record), no compression (TFRecord has none).
+ARRAY_RECORD_OPTIONS = "group_size:1,uncompressed"
 
 
 def make_files(num_records: int = NUM_RECORDS, num_shards: int = NUM_SHARDS) -> list[str]:
@@ -236,6 +259,188 @@ def main() -> None:
             f"{10_000 * record_bytes / 2**20:.2f} MiB; of a buffer holding all {n:,}: "
             f"about {n * record_bytes / 2**20:.2f} MiB"
         )
+    shootout()
+
+
+# The shootout (issue 25) ------------------------------------------------------------------
+
+
+def sized_payloads(size: int, num_records: int = NUM_RECORDS) -> list[bytes]:
+    """Label-sorted Examples (``index``, ``label``, ``pixels``) of ``size`` bytes, or 1-2 less."""
+    import tensorflow as tf
+
+    def example(i: int, label: int, pixels: bytes) -> bytes:
+        def int64(value: int) -> tf.train.Feature:
+            return tf.train.Feature(int64_list=tf.train.Int64List(value=[value]))
+
+        feature = {
+            "index": int64(i),
+            "label": int64(label),
+            "pixels": tf.train.Feature(bytes_list=tf.train.BytesList(value=[pixels])),
+        }
+        example = tf.train.Example(features=tf.train.Features(feature=feature))
+        return example.SerializeToString(deterministic=True)
+
+    width = size - len(example(num_records, NUM_CLASSES, b""))
+    while len(example(num_records, NUM_CLASSES, bytes(width))) > size:
+        width -= 1
+    labels = np.repeat(np.arange(NUM_CLASSES), -(-num_records // NUM_CLASSES))[:num_records]
+    noise = np.random.default_rng(size).bytes(width * num_records)
+    return [
+        example(i, int(labels[i]), noise[i * width : (i + 1) * width]) for i in range(num_records)
+    ]
+
+
+def write_array_record(tfrecords: list[Path], folder: Path) -> list[str]:
+    """An ArrayRecord copy of each TFRecord shard (same records, same order), by its writer."""
+    from array_record.python.array_record_module import ArrayRecordWriter
+
+    paths = []
+    for shard in tfrecords:
+        path = folder / (shard.name + ".array_record")
+        writer = ArrayRecordWriter(str(path), ARRAY_RECORD_OPTIONS)
+        for record in iter_records(shard):
+            writer.write(record)
+        writer.close()
+        paths.append(str(path))
+    return paths
+
+
+def shootout_contenders(files: list[str], array_records: list[str]) -> dict[str, Callable]:
+    """Name -> a function that reads one whole epoch in batches of BATCH, returns the count."""
+    import grain
+    import tensorflow as tf
+    from array_record.python.array_record_data_source import ArrayRecordDataSource
+
+    autotune = tf.data.AUTOTUNE
+
+    def tf_epoch(dataset) -> Callable[[], int]:
+        batches = dataset.batch(BATCH).prefetch(autotune)
+        return lambda: sum(int(batch.shape[0]) for batch in batches)
+
+    def by_permutation(source) -> Callable[[], int]:
+        epochs = iter(range(1 << 30))
+
+        def epoch() -> int:
+            order = permutation(len(source), SEED, next(epochs))
+            return sum(
+                len(source.__getitems__(order[s : s + BATCH])) for s in range(0, len(order), BATCH)
+            )
+
+        return epoch
+
+    def grain_epoch(source) -> Callable[[], int]:
+        # batch_fn=list: Grain's default batch stacks bytes into a fixed-width NumPy array,
+        # which drops every trailing zero byte of a record (a serialized Example can end in one).
+        batches = grain.MapDataset.source(source).shuffle(seed=SEED).batch(BATCH, batch_fn=list)
+        return lambda: sum(len(batch) for batch in batches)
+
+    view = RecordView(files)
+    array_record = ArrayRecordDataSource(array_records)
+    probe = permutation(len(view), SEED)[:1000]
+    assert list(array_record.__getitems__(probe)) == view[probe], "the copies differ"
+    in_order = tf.data.TFRecordDataset(files)
+    shuffled_files = (
+        tf.data.Dataset.from_tensor_slices(files)
+        .shuffle(len(files), seed=SEED)
+        .interleave(tf.data.TFRecordDataset, cycle_length=len(files), num_parallel_calls=autotune)
+        .shuffle(10_000, seed=SEED)
+    )
+    return {
+        "tf.data in order": tf_epoch(in_order),
+        f"tf.data in order, {len(files)} parallel reads": tf_epoch(
+            tf.data.TFRecordDataset(files, num_parallel_reads=len(files))
+        ),
+        "tf.data shuffle(10_000)": tf_epoch(in_order.shuffle(10_000, seed=SEED)),
+        f"tf.data shuffle({len(view):_})": tf_epoch(in_order.shuffle(len(view), seed=SEED)),
+        "tf.data shuffled files + interleave + shuffle(10_000)": tf_epoch(shuffled_files),
+        "RecordView, view[ids] on a permutation": by_permutation(view),
+        "global_shuffle_dataset (tf.data)": tf_epoch(global_shuffle_dataset(files, SEED)),
+        "Grain MapDataset over RecordView": grain_epoch(view),
+        "Grain MapDataset over ArrayRecord": grain_epoch(array_record),
+        "ArrayRecord __getitems__ on a permutation": by_permutation(array_record),
+    }
+
+
+#: The issue's ratios: (candidate, baseline, goal); the baselines it names and the strongest.
+SHOOTOUT_RATIOS = [
+    ("RecordView, view[ids] on a permutation", "ArrayRecord __getitems__ on a permutation", 5.0),
+    ("RecordView, view[ids] on a permutation", "tf.data shuffle(10_000)", 1.5),
+    ("RecordView, view[ids] on a permutation", "tf.data in order", 1.0),
+    ("RecordView, view[ids] on a permutation", "tf.data in order, 3 parallel reads", None),
+    ("global_shuffle_dataset (tf.data)", "tf.data shuffle(10_000)", 1.0),
+    ("global_shuffle_dataset (tf.data)", "tf.data in order", None),
+    ("Grain MapDataset over RecordView", "Grain MapDataset over ArrayRecord", 2.5),
+]
+
+
+def timed(epoch: Callable[[], int]) -> tuple[float, int]:
+    """Wall seconds of one epoch (collector paused, as ``_common.seconds``), and its count."""
+    with collector_paused():
+        start = time.perf_counter()
+        count = epoch()
+        return time.perf_counter() - start, count
+
+
+def shootout_size(size: int, rounds: int = SHOOTOUT_ROUNDS) -> dict:
+    """The shootout on records of ``size`` bytes; prints and returns records/s per contender."""
+    folder = work_dir(f"shootout-{size}")
+    payloads = sized_payloads(size)
+    files = write_sharded(folder / "sorted", payloads, SHOOTOUT_SHARDS, overwrite=True, index=True)
+    array_records = write_array_record(files, folder)
+    mean = sum(map(len, payloads)) / len(payloads)
+    count = len(payloads)
+    del payloads
+    contenders = shootout_contenders([str(f) for f in files], array_records)
+    names = list(contenders)
+    times: dict[str, list[float]] = {name: [] for name in names}
+    for round_ in range(rounds + 1):  # round 0 warms up (page cache, tf.data graphs, threads)
+        for name in names if round_ % 2 else names[::-1]:
+            elapsed, got = timed(contenders[name])
+            assert got == count, f"{name} read {got} records, not {count}"
+            if round_:
+                times[name].append(elapsed)
+    print(
+        f"-- {count:,} label-sorted records of {mean:,.0f} bytes in {SHOOTOUT_SHARDS} shards, "
+        f"batches of {BATCH}, {rounds} rounds: records/s, median (range)"
+    )
+    rates = {}
+    for name in names:
+        per_second = [count / s for s in times[name]]
+        rates[name] = {
+            "records_per_second_median": statistics.median(per_second),
+            "records_per_second_range": [min(per_second), max(per_second)],
+            "seconds": times[name],
+        }
+        low, high = min(per_second), max(per_second)
+        print(f"{name:<62} {statistics.median(per_second):>11,.0f} ({low:,.0f}-{high:,.0f})")
+    strongest = max(names[:5], key=lambda n: rates[n]["records_per_second_median"])
+    named = {(candidate, baseline) for candidate, baseline, _ in SHOOTOUT_RATIOS}
+    ratios = SHOOTOUT_RATIOS + [
+        (name, strongest, None) for name in names[5:] if (name, strongest) not in named
+    ]
+    print(f"strongest TFRecord baseline: {strongest}")
+    for candidate, baseline, goal in ratios:
+        result = Comparison(
+            f"{size} B: {candidate} vs {baseline}", times[baseline], times[candidate], goal
+        )
+        print(result.line(), flush=True)
+        RESULTS.append(result)
+    return {
+        "records": count,
+        "mean_record_bytes": mean,
+        "shards": SHOOTOUT_SHARDS,
+        "batch": BATCH,
+        "rounds": rounds,
+        "array_record_options": ARRAY_RECORD_OPTIONS,
+        "strongest_baseline": strongest,
+        "contenders": rates,
+    }
+
+
+def shootout(sizes=RECORD_SIZES, rounds: int = SHOOTOUT_ROUNDS) -> None:
+    """Every way to read a label-sorted dataset for an epoch, side by side (issue 25)."""
+    EXTRA["shootout"] = {str(size): shootout_size(size, rounds) for size in sizes}
 
 
 if __name__ == "__main__":
