@@ -1,11 +1,13 @@
-"""Run the benchmarks: `python -m benchmarks [NAME ...]` (default: all).
+"""Run the benchmarks: `python -m benchmarks [--reference] [NAME ...]` (default: all).
 
 Each `benchmarks/bench_<name>.py` has a `main()` that prints one line per
 comparison: the candidate's speed as a ratio of its baseline's (median and range),
 measured alternately in the same process on the same data. The results of each
 benchmark are also written as JSON to `benchmarks/results/<name>-<time>.json`
 (git-ignored), with the commit, the machine and the package versions, so that two
-runs can be compared.
+runs can be compared. With ``--reference`` the same JSON also replaces the committed
+reference result `benchmarks/reference/<name>.json`, the one the README quotes
+(``benchmarks/reference.py`` prints its table; tests/test_benchmark_reference.py checks it).
 """
 
 import importlib
@@ -23,7 +25,17 @@ from benchmarks import _common
 from helpers.notebook import prepare_tensorflow
 
 HERE = Path(__file__).resolve().parent
-PACKAGES = ["tensorflow-cpu", "tensorflow", "numpy", "protobuf", "google-crc32c", "pillow"]
+PACKAGES = [
+    "tensorflow-cpu",
+    "tensorflow",
+    "numpy",
+    "protobuf",
+    "google-crc32c",
+    "pillow",
+    "apache-beam",
+    "grain",
+    "array-record",
+]
 
 
 def environment() -> dict:
@@ -52,7 +64,7 @@ def environment() -> dict:
     }
 
 
-def save(name: str, started: float) -> Path:
+def save(name: str, started: float, reference: bool = False) -> Path:
     folder = HERE / "results"
     folder.mkdir(exist_ok=True)
     path = folder / f"{name}-{time.strftime('%Y%m%d-%H%M%S', time.localtime(started))}.json"
@@ -64,10 +76,15 @@ def save(name: str, started: float) -> Path:
         **_common.EXTRA,
     }
     path.write_text(json.dumps(record, indent=2) + "\n")
+    if reference:
+        (HERE / "reference").mkdir(exist_ok=True)
+        (HERE / "reference" / f"{name}.json").write_text(path.read_text())
     return path
 
 
 def main(argv: list[str]) -> int:
+    reference = "--reference" in argv
+    argv = [a for a in argv if a != "--reference"]
     available = sorted(
         m.name[len("bench_") :]
         for m in pkgutil.iter_modules([str(HERE)])
@@ -85,7 +102,7 @@ def main(argv: list[str]) -> int:
         _common.EXTRA.clear()
         started = time.time()
         importlib.import_module(f"benchmarks.bench_{name}").main()
-        print(f"results: {save(name, started).relative_to(HERE.parent)}", flush=True)
+        print(f"results: {save(name, started, reference).relative_to(HERE.parent)}", flush=True)
     return 0
 
 
