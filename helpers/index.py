@@ -159,11 +159,20 @@ class RecordView:
         numbers %= max(len(self), 1)
         files = np.searchsorted(self._first, numbers, side="right") - 1
         self._check_files(np.unique(files).tolist())
-        starts = self._bounds[numbers + files]
-        ends = self._bounds[numbers + files + 1]
-        local = numbers - self._first[files]
-        where = zip(files.tolist(), local.tolist(), starts.tolist(), ends.tolist(), strict=True)
-        return [self._payload(*place) for place in where]
+        starts = self._bounds[numbers + files].tolist()
+        ends = self._bounds[numbers + files + 1].tolist()
+        payloads, crc, mask = [], google_crc32c.value, records._mask
+        header, footer = records._HEADER.unpack_from, records._CRC.unpack_from
+        for at, (file, start, end) in enumerate(zip(files.tolist(), starts, ends, strict=True)):
+            data = self._maps[file]  # the checks of _payload, inlined: half the time per record
+            (length, length_crc), (payload_crc,) = header(data, start), footer(data, end - 4)
+            payload = data[start + _HEADER_SIZE : end - 4]
+            if (mask(crc(data[start : start + 8])) != length_crc or length != len(payload)
+                    or mask(crc(payload)) != payload_crc):  # fmt: skip
+                number = int(numbers[at] - self._first[file])
+                payload = self._payload(file, number, start, end)  # raises, naming the damage
+            payloads.append(payload)
+        return payloads
 
     def _payload(self, file: int, index: int, start: int, end: int) -> bytes:
         """One record's payload from its memory map, both CRCs checked."""
