@@ -1,6 +1,4 @@
-"""Describe the records of an unknown TFRecord file in plain Python (notebook 06). The messages
-of TensorFlow's example.proto, feature.proto and tensor.proto (the fields ``serialize_tensor``
-writes) are below in protobuf text format (``tf.train`` would import all of TensorFlow)."""
+"""Describe the records of an unknown TFRecord file without TensorFlow (notebook 06)."""
 
 from __future__ import annotations
 
@@ -66,8 +64,7 @@ def _message(name: str) -> type:
 
 
 def _example_bytes(features: dict[str, tuple[str, list]]) -> bytes:
-    """A serialized ``tf.train.Example`` from ``{key: (kind, values)}`` (kind "int64", "float" or
-    "bytes"): TensorFlow's bytes (``deterministic=True``), without importing TensorFlow."""
+    """A ``tf.train.Example`` from ``{key: (kind, values)}`` as TensorFlow serializes it."""
     example = _message("Example")()
     for key, (kind, values) in features.items():
         chosen = getattr(example.features.feature[key], f"{kind}_list")
@@ -77,10 +74,8 @@ def _example_bytes(features: dict[str, tuple[str, list]]) -> bytes:
 
 
 def _parse(payload: bytes) -> tuple[str, object]:
-    """``(kind, message)``: "Example"/"SequenceExample" if it parses as a SequenceExample with no
-    unknown field (notebook 06, "Tell Example and SequenceExample apart"), "TensorProto" if as
-    one with no unknown field, a known dtype and values that fit its shape; never both (an
-    Example's field 1 is no varint dtype; b"" has no dtype). Else ValueError."""
+    """``(kind, message)``, kind "Example", "SequenceExample" or "TensorProto" (notebook 06, "Tell
+    Example and SequenceExample apart"); ValueError if the payload is none of them."""
     from google.protobuf.message import DecodeError
 
     parsed = {}
@@ -113,10 +108,7 @@ def _widen(span: tuple[int, int] | None, value: int) -> tuple[int, int]:
 
 @dataclass
 class _Feature:
-    """A feature, feature list or dtype of tensors across a file: ``type`` (``int64``, ``float``,
-    ``bytes``, ``empty``, ``|``-joined if records disagree), in how many records ``present``,
-    (fewest, most) ``values`` per record (per step in lists), ``value_bytes``, ``steps`` (lists),
-    ``ranks`` and ``dims`` per axis (tensors; ``shape``: ``[2-5, 4, ...]``)."""
+    """A feature, feature list or tensor dtype across a file; spans are (fewest, most)."""
 
     name: str
     types: set[str] = field(default_factory=set)
@@ -157,9 +149,7 @@ class _Feature:
 
 @dataclass
 class FileSummary:
-    """What :func:`describe_file` found: ``source``, ``kind`` ("Example", "SequenceExample",
-    "TensorProto", None for no records), ``num_records``, and by name the ``features`` (a
-    SequenceExample's context) and ``feature_lists``, or by dtype the ``tensors``. Notebook 06."""
+    """What :func:`describe_file` found (``kind`` None: no records). Notebook 06."""
 
     source: str
     kind: str | None = None
@@ -170,11 +160,9 @@ class FileSummary:
 
 
 def describe_file(path: str | os.PathLike, compression: str | None = None) -> FileSummary:
-    """Read every record of a TFRecord file (``compression`` None, "GZIP" or "ZLIB") and infer
-    its features, or its tensors' dtypes and shapes, without TensorFlow (notebook 06, "Infer the
-    features of every record", "Store whole tensors with tf.io.serialize_tensor"). RecordError
-    names the file, record index and offset of a damaged record, one that is no Example,
-    SequenceExample or TensorProto, or a TensorProto among the others (or the reverse)."""
+    """Infer the features, or the tensors' dtypes and shapes, of every record (notebook 06, "Infer
+    the features of every record"). RecordError (file, record, offset) for a damaged record, one
+    that is no Example, SequenceExample or TensorProto, or tensors mixed with the others."""
     summary = FileSummary(str(path))
     for index, (offset, payload) in enumerate(iter_records(path, compression, offsets=True)):
         try:
@@ -212,9 +200,7 @@ def _table(rows: list[list[str]]) -> list[str]:
 
 
 def format_summary(summary: FileSummary) -> str:
-    """A :class:`FileSummary` as tables: per feature (or feature list, or dtype) its type, values
-    per record (``1`` or ``3-7``), bytes per bytes value, steps (lists), rank and shape (tensors)
-    and in how many records; notebook 06, "Infer the features..."; ``python -m helpers inspect``."""
+    """A :class:`FileSummary` as tables (notebook 06, "Infer the features of every record")."""
     n, kind = summary.num_records, summary.kind
     if kind is None:
         return f"{summary.source}: 0 records"
@@ -242,7 +228,7 @@ def _text(value: bytes | float | int) -> str:
 
 
 def _values(feature) -> list[str]:
-    """``[type, "[v1, v2, ...]"]`` of one Feature, long bytes as ``<size bytes hex...>``."""
+    """``[type, "[v1, v2, ...]"]`` of one Feature."""
     kind = feature.WhichOneof("kind")
     values = list(getattr(feature, kind).value) if kind else []
     shown = [_text(value) for value in values[:_MAX_VALUES]]
@@ -251,10 +237,8 @@ def _values(feature) -> list[str]:
 
 
 def format_record(payload: bytes) -> str:
-    """One serialized Example or SequenceExample as text, a row per feature sorted by name (or a
-    tensor's dtype and shape): bytes over 32 as ``<N bytes 0a1b2c...>``, at most 8 values per
-    feature and 3 steps per list (``frames[0]``...). ValueError if the payload is none of these.
-    Notebook 06, "Infer the features..."; ``python -m helpers inspect --show N`` prints it."""
+    """One serialized Example, SequenceExample or TensorProto as text, shortened (notebook 06,
+    "Infer the features of every record"). ValueError if the payload is none of these."""
     kind, message = _parse(payload)
     if kind == "TensorProto":
         shape = [dim.size for dim in message.tensor_shape.dim]
