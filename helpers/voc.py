@@ -1,11 +1,4 @@
-"""Read image/mask pairs from a folder laid out like PASCAL VOC2012 (imports no TensorFlow).
-
-``JPEGImages/<id>.jpg`` is the photo, ``SegmentationClass/<id>.png`` a palette PNG whose pixel
-*values* are class indices (0-20, 255 = void), ``ImageSets/Segmentation/<split>.txt`` lists ids.
-:func:`load_mask` returns the indices, never the palette's colours. Shown in notebook 01
-(section "Keep class indices in a palette mask"); notebook 02 loads splits with :func:`load_pair`.
-``Annotations/<id>.xml`` holds detection boxes (ids in ``ImageSets/Main``): :func:`load_annotation`.
-"""
+"""Read photos, palette masks, split files and boxes of a VOC2012-layout folder (notebook 01)."""
 
 from __future__ import annotations
 
@@ -28,7 +21,6 @@ VOC_CLASSES: tuple[str, ...] = (
     "sheep", "sofa", "train", "tvmonitor",
 )  # fmt: skip
 
-#: The first bytes of every JPEG file (its start-of-image marker and the next marker's 0xFF).
 _JPEG_MAGIC = b"\xff\xd8\xff"
 
 #: Mask value for "not labelled" (object outlines, ambiguous regions); losses ignore it.
@@ -49,8 +41,7 @@ class _MissingFile(VOCError, FileNotFoundError):
 
 
 def colormap() -> np.ndarray:
-    """The VOC palette, uint8 (256, 3): bits 0-2 of an index set the top bit of R, G, B, bits 3-5
-    the next, bits 6-7 the third; 15 (person) is (192, 128, 128). Shown in notebook 01."""
+    """The VOC palette, uint8 (256, 3), index to RGB colour. Shown in notebook 01."""
     indices = np.arange(256)
     colours = np.zeros((256, 3), dtype=np.uint8)
     for group in range(3):
@@ -69,21 +60,17 @@ def sample_root() -> Path:
 
 
 def voc_root() -> Path:
-    """``$VOC_ROOT`` if set (and not empty), else :func:`sample_root`. Shown in notebook 01.
-
-    Raises VOCError naming the path and what it lacks if it is not a ``VOCdevkit/VOC2012``.
-    """
+    """``$VOC_ROOT`` if set, else :func:`sample_root` (notebook 01); VOCError naming what a
+    ``$VOC_ROOT`` that is no VOC2012 folder lacks."""
     value = os.environ.get("VOC_ROOT", "")
     if not value.strip():
         return sample_root()
     root = Path(value).expanduser()
     if not root.is_dir():
         raise VOCError(f"VOC_ROOT={value!r}: no folder {root}; unset it to use the sample")
-    missing = [name for name in _FOLDERS if not (root / name).is_dir()]
-    if missing:
+    if missing := ", ".join(name for name in _FOLDERS if not (root / name).is_dir()):
         hint = f" (did you mean {root / 'VOC2012'}?)" if (root / "VOC2012").is_dir() else ""
-        lacks = ", ".join(missing)
-        raise VOCError(f"VOC_ROOT={value!r}: {root} lacks {lacks}: not a VOC2012 folder{hint}")
+        raise VOCError(f"VOC_ROOT={value!r}: {root} lacks {missing}: not a VOC2012 folder{hint}")
     return root
 
 
@@ -107,14 +94,8 @@ def mask_path(root: _PathLike, image_id: str) -> Path:
 
 
 def read_split(root: _PathLike, split: str, folder: str = "Segmentation") -> list[str]:
-    """The image ids of ``ImageSets/<folder>/<split>.txt`` in file order (notebook 01).
-
-    ``folder`` is ``"Segmentation"`` for image/mask pairs, ``"Main"`` for detection boxes.
-
-    Tolerates CRLF, a byte-order mark, blank lines and spaces. Raises VOCError (also a
-    FileNotFoundError) for an unknown split, listing those that exist, and VOCError for a
-    line that is not a plain id, with its line number.
-    """
+    """The ids in ``ImageSets/<folder>/<split>.txt`` (notebook 01). VOCError for an unknown split
+    (also a FileNotFoundError, listing the splits), non-UTF-8 text or a bad id (with its line)."""
     path = Path(root) / "ImageSets" / _plain(folder, "folder") / f"{_plain(split, 'split')}.txt"
     try:
         text = path.read_bytes().decode("utf-8-sig")
@@ -152,11 +133,8 @@ def _open(path: Path, what: str, image_id: str) -> Image.Image:
 
 
 def load_image(root: _PathLike, image_id: str) -> np.ndarray:
-    """The photo of ``image_id`` as uint8 (height, width, 3) RGB. Shown in notebook 01.
-
-    Grayscale, palette, CMYK and RGBA become RGB. Raises VOCError naming the id and the file
-    if the file is missing (also a FileNotFoundError), unreadable, truncated or corrupt.
-    """
+    """The photo of ``image_id`` as uint8 (H, W, 3) RGB (notebook 01). VOCError naming the id and
+    file if it is missing (also a FileNotFoundError), too large, unreadable or corrupt."""
     with _open(image_path(root, image_id), "photo", image_id) as image:
         if image.mode == "P" and "transparency" in image.info:
             image = image.convert("RGBA")  # PIL wants palette transparency resolved first
@@ -173,33 +151,25 @@ def _read_jpeg(root: _PathLike, image_id: str) -> bytes:
 
 
 def load_mask(root: _PathLike, image_id: str) -> np.ndarray:
-    """The mask of ``image_id`` as uint8 (height, width) class indices. Shown in notebook 01.
-
-    Raises VOCError if it is missing (also a FileNotFoundError), undecodable, not a palette
-    ("P") PNG, or holds values other than 0-20 and 255 (listing them).
-    """
+    """The mask of ``image_id`` as uint8 class indices (notebook 01). VOCError if it is missing
+    (also a FileNotFoundError), undecodable, not a palette PNG, or holds values not 0-20, 255."""
     path = mask_path(root, image_id)
     with _open(path, "mask", image_id) as image:
         if image.mode != "P":
-            mode = image.mode
-            raise VOCError(
-                f"mask of image id {image_id!r} is a {mode!r}-mode image, not 'P': {path}"
-            )
+            problem = f"is a {image.mode!r}-mode image, not 'P'"
+            raise VOCError(f"mask of image id {image_id!r} {problem}: {path}")
         mask = np.array(image, dtype=np.uint8)
     bad = [value for value in np.unique(mask).tolist() if value not in _VALID]
     if bad:
         shown = ", ".join(map(str, bad[:12])) + (", ..." if len(bad) > 12 else "")
-        raise VOCError(
-            f"mask of image id {image_id!r} has values not in 0-20, 255: {shown} ({path})"
-        )
+        problem = f"has values not in 0-20, 255: {shown}"
+        raise VOCError(f"mask of image id {image_id!r} {problem} ({path})")
     return mask
 
 
 def load_pair(root: _PathLike, image_id: str) -> tuple[np.ndarray, np.ndarray]:
-    """``(image, mask)``, uint8 (H, W, 3) RGB and (H, W) class indices. Used in notebook 02.
-
-    Raises what :func:`load_image` and :func:`load_mask` raise, or VOCError if sizes differ.
-    """
+    """``(image, mask)`` of ``image_id`` (notebook 02); VOCError as :func:`load_image` and
+    :func:`load_mask`, or if their sizes differ."""
     image, mask = load_image(root, image_id), load_mask(root, image_id)
     if image.shape[:2] != mask.shape:
         sizes = f"photo {image.shape[:2]} vs mask {mask.shape} (height, width)"
@@ -233,38 +203,28 @@ class Annotation:
     objects: tuple[VOCObject, ...]
 
 
-def _parse_xml(data: bytes, where: str) -> ET.Element:
-    """An ElementTree built by expat that refuses any DOCTYPE, so no entity is ever defined."""
+def load_annotation(root: _PathLike, image_id: str) -> Annotation:
+    """The boxes of ``image_id`` from ``root/Annotations/<id>.xml`` (notebook 09). VOCError naming
+    the id and file: missing (also a FileNotFoundError), malformed XML (line, column), a DOCTYPE,
+    a missing or non-numeric field, a filename not ``<id>.jpg``, an unknown class, a bad box."""
+    path = Path(root) / "Annotations" / f"{_plain(image_id, 'image id')}.xml"
+    where = f"annotation of image id {image_id!r} ({path})"
 
     def refuse(*_: object) -> None:
         raise VOCError(f"{where} declares a DOCTYPE or ENTITY: refused (hostile XML)")
 
-    parser, builder = expat.ParserCreate(), ET.TreeBuilder()
+    parser, builder = expat.ParserCreate(), ET.TreeBuilder()  # no DOCTYPE, so no entity
     parser.StartElementHandler, parser.EndElementHandler = builder.start, builder.end
     parser.CharacterDataHandler = builder.data
     parser.StartDoctypeDeclHandler = parser.EntityDeclHandler = refuse
-    parser.Parse(data, True)
-    return builder.close()
-
-
-def load_annotation(root: _PathLike, image_id: str) -> Annotation:
-    """The boxes of ``image_id`` from ``root/Annotations/<id>.xml``. Shown in notebook 09.
-
-    Numbers are ints as the XML writes them (floats if it writes decimals). Raises VOCError
-    naming the id and the file for a missing file (also a FileNotFoundError), malformed XML
-    (with line and column), any DOCTYPE (hostile XML: refused before an entity is read), a
-    missing or non-numeric field, a filename other than ``<id>.jpg``, an unknown class, or a
-    box outside the image or with xmin > xmax.
-    """
-    path = Path(root) / "Annotations" / f"{_plain(image_id, 'image id')}.xml"
-    where = f"annotation of image id {image_id!r} ({path})"
     try:
-        tree = _parse_xml(path.read_bytes(), where)
+        parser.Parse(path.read_bytes(), True)
     except FileNotFoundError:
         raise _MissingFile(f"{where} not found") from None
     except expat.ExpatError as e:
         problem = f"line {e.lineno}, column {e.offset + 1}: {expat.ErrorString(e.code)}"
         raise VOCError(f"{where} is not well-formed XML: {problem}") from None
+    tree = builder.close()
 
     def text(element: ET.Element, field: str) -> str:
         if (found := element.find(field)) is None or not (found.text or "").strip():
