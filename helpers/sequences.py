@@ -1,9 +1,4 @@
-"""Windows of consecutive frames from one TFRecord file per day, and a day's SequenceExample.
-
-Notebook 05 (``05_read_consecutive_frames.ipynb``) shows each mechanism in its own cells;
-this module remembers them with checked input, atomic files and errors that name the file,
-the record and what was expected. TensorFlow is imported on first use, not at import time.
-"""
+"""Windows of frames from one TFRecord file per day, and a day's SequenceExample (notebook 05)."""
 
 from __future__ import annotations
 
@@ -71,14 +66,9 @@ def write_day(
     timestamps: np.ndarray | Sequence[int],
     overwrite: bool = False,
 ) -> int:
-    """Write one day as a TFRecord file of one ``tf.train.Example`` per frame; return the count.
-
-    Notebook 05, "Build one Example per frame": ``frame/encoded`` (the JPEG, unchanged),
-    ``frame/timestamp`` (int64, strictly increasing), ``frame/labels`` (``[N, L]`` float32),
-    written atomically in the order given. Raises ValueError before writing, naming the file and
-    frame (lengths that differ, timestamps out of order, labels not finite ``[N, L]`` numbers,
-    a frame not a JPEG, frames of two sizes); FileExistsError if ``path`` exists and not
-    ``overwrite``."""
+    """Write a day, an Example per frame; return the count (notebook 05, "Build one Example per
+    frame"). ValueError (file, frame) for lengths that differ, timestamps not increasing, labels
+    not finite, frames not JPEG or of two sizes; FileExistsError (``overwrite`` replaces)."""
     labels, stamps = _check_day(str(path), jpegs, labels, timestamps)
     frames = zip(jpegs, stamps.tolist(), labels.tolist(), strict=True)
     examples = (
@@ -141,17 +131,11 @@ def frame_windows(
     cycle_length: int = 4,
     with_timestamps: bool = False,
 ) -> tf.data.Dataset:
-    """Windows of ``size`` frames ``stride`` apart, one every ``shift`` frames, from day files.
-
-    Notebook 05, "Cut windows that stay inside one day" and "Shuffle across and within days":
-    ``Dataset.window`` per file; if ``shuffle_buffer > 0``, files in a seeded order (anew each
-    epoch), ``cycle_length`` of them interleaved, ``shuffle_buffer`` windows mixed, JPEGs
-    decoded last. Elements: uint8 ``[size, H, W, 3]`` frames, the last frame's float32 ``[L]``
-    labels, int64 ``[size]`` timestamps if ``with_timestamps``. Raises ValueError (window sizes
-    below 1, a negative buffer, no frame in any file, files of two frame sizes or label counts,
-    a first record that is no frame: names file, record 0, what was expected), TypeError (a
-    ``seed`` not an int). A bad later record stops iteration with an ``InvalidArgumentError``
-    naming "<file>: record <i>" (one that is no protocol buffer: a ``UnicodeDecodeError``)."""
+    """``(frames, last labels[, timestamps])`` windows of ``size`` frames ``stride`` apart, one
+    every ``shift``, within each day file (notebook 05, "Cut windows that stay inside one day").
+    ValueError for a bad size or buffer, no frame, files of two frame shapes or a record 0 that
+    is no frame (naming file and record); TypeError for a bad ``seed``. A bad later record raises
+    InvalidArgumentError naming "<file>: record <i>" (UnicodeDecodeError if no protobuf)."""
     import tensorflow as tf
 
     size, stride, shift = (
@@ -193,13 +177,9 @@ def frame_windows(
 
 
 def read_day_sequence(path: str | os.PathLike, num_labels: int) -> tuple[dict, dict]:
-    """Read a file holding a day as one ``tf.train.SequenceExample``: ``(context, lists)``.
-
-    Notebook 05, "Store a day as one SequenceExample": context ``day`` (bytes), ``frame_count``
-    (int64); feature lists ``frames`` (bytes), ``timestamps`` (int64), ``labels`` (floats).
-    Raises ValueError naming the file and record (not exactly one record, a feature missing or
-    of the wrong kind or length, a ``frame_count`` unlike the lists' length); RecordError if
-    the file is damaged."""
+    """``(context, lists)`` of a day's SequenceExample (notebook 05, "Store a day as one
+    SequenceExample"). ValueError naming file and record for not one record, a missing or wrong
+    feature or a wrong ``frame_count``; RecordError for a damaged file."""
     import tensorflow as tf
 
     num_labels = check_int(num_labels, "num_labels", minimum=1)
