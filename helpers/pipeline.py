@@ -1,5 +1,4 @@
-"""The input pipeline that notebook 03 (``03_read_shuffled_batches.ipynb``) builds, remembered;
-:func:`voc_batches` adds format detection and errors naming the file and record."""
+"""The input pipeline that notebook 03 builds, with format detection and named errors."""
 
 from __future__ import annotations
 
@@ -11,20 +10,18 @@ from pathlib import Path
 from helpers import voc
 from helpers._checks import check_compression, check_int, check_seed
 from helpers.records import detect_compression, iter_records
+from helpers.voc_records import _OPTIONAL, feature_spec
 
 _FILE_STRIDE = 2**40  # a record's position: file number * _FILE_STRIDE + index in its file
-_READ = {  # the features parsed (specs from voc_records)
+_READ = {  # the features parsed
     "raw": ("image_raw", "mask_raw", "height", "width"),
     "encoded": ("image/encoded", "image/segmentation/class/encoded"),
 }
-_OPTIONAL = ("filename",)  # the original guide writes raw records without it; nothing needs it
 
 
 def _schema(path: Path, compression: str | None) -> str | None:
     """The schema of record 0 ("raw" or "encoded"), checked in full; None if there is none."""
     import tensorflow as tf
-
-    from helpers.voc_records import feature_spec
 
     first = next(iter_records(path, compression), None)
     if first is None:
@@ -51,8 +48,8 @@ def _schema(path: Path, compression: str | None) -> str | None:
 
 
 def _inputs(files: str | os.PathLike | Sequence, encoding: str, compression: object) -> tuple:
-    """``(paths, encoding, compression)``: one path, a glob pattern (sorted) or a sequence of paths
-    (kept in order), all existing and of one format; ValueError naming a file that differs."""
+    """``(paths, encoding, compression)`` of a path, glob pattern (sorted) or sequence of paths;
+    FileNotFoundError, or ValueError naming a file of another format."""
     if isinstance(files, (str, os.PathLike)):
         text = os.fspath(files)
         files = sorted(glob.glob(text)) if glob.has_magic(text) else [text]
@@ -85,13 +82,9 @@ def _inputs(files: str | os.PathLike | Sequence, encoding: str, compression: obj
 
 
 def _decode(serialized, encoding: str, where: list):
-    """One record to (image [H, W, 3], mask [H, W, 1]); notebook 03, "Parse and decode one record".
-
-    A missing feature (default -1 or b"") fails a check naming ``where`` (file, "record", index).
-    Checks hold only strings and int32: other data would make a stateful op (serial pipeline)."""
+    """(image, mask) of a record (notebook 03, "Parse and decode one record"); failed checks name
+    ``where``. Checks hold only strings and int32: others make a stateful op (serial pipeline)."""
     import tensorflow as tf
-
-    from helpers.voc_records import feature_spec
 
     def check(condition, *parts):
         return tf.debugging.Assert(condition, [*where, *parts], summarize=8)
@@ -131,12 +124,9 @@ def _check_size(size: object) -> tuple[int, int]:
 
 
 def crop_or_pad(image, mask, size: tuple[int, int], position=None):
-    """Crop or pad ``image`` [H, W, 3] and ``mask`` [H, W, 1] to ``size``, with one window.
-
-    The image is padded with 0, the mask with ``voc.VOID_LABEL``. ``position`` None centres
-    the window (as ``tf.image.resize_with_crop_or_pad``); two floats in [0, 1) place it. Notebook
-    03, "Crop or pad, and pad masks with void". ValueError or TypeError if ``size`` is not two
-    positive integers."""
+    """Crop or pad ``image`` and ``mask`` to ``size`` with one window (centred, or placed by two
+    floats in [0, 1)), the mask padded with void (notebook 03, "Crop or pad, and pad masks with
+    void"). ValueError or TypeError if ``size`` is not two positive integers."""
     import tensorflow as tf
 
     size = _check_size(size)
@@ -168,16 +158,11 @@ def voc_batches(
     compression: str | None = "auto",
     drop_remainder: bool = False,
 ):
-    """Batches ``(images uint8 [B, H, W, 3], masks uint8 [B, H, W, 1])`` from VOC TFRecord files.
-
-    Notebook 03 builds it step by step and checks in "Save the pipeline as voc_batches" that
-    this gives the same batches. ``files``: a path, glob pattern or list; ``shuffle_buffer``:
-    records held (0: files in the given order); ``seed`` fixes file order, shuffle and
-    augmentation, new each epoch; ``augment``: random windows, joint flips; ``encoding`` ("raw"
-    or "encoded") and ``compression`` (None, "GZIP", "ZLIB"): "auto" detects. Raises TypeError
-    (a size or seed not an int), FileNotFoundError, ValueError (bad argument, files that
-    disagree, record 0 in neither schema) or RecordError naming the file; later,
-    tf.errors.InvalidArgumentError names the file and index of a record that does not add up."""
+    """Batches ``(images uint8 [B, H, W, 3], masks uint8 [B, H, W, 1])`` from VOC TFRecord files
+    (notebook 03, "Save the pipeline as voc_batches"); "auto" detects ``encoding`` and
+    ``compression``. Raises TypeError (a size or seed not an int), FileNotFoundError, ValueError
+    (bad argument, files that disagree, record 0 in neither schema) or RecordError naming the
+    file; later, InvalidArgumentError names the file and index of a record that does not add up."""
     import tensorflow as tf
 
     batch_size = check_int(batch_size, "batch_size", minimum=1)
