@@ -1,8 +1,4 @@
-"""VOC detection boxes as ``tf.train.Example`` records with the Object Detection API's keys.
-
-Notebook 09 builds and reads such records in its own cells; this module remembers the writer for
-``python -m helpers convert-voc --task detection`` and a reader. Imports TensorFlow only inside.
-"""
+"""VOC boxes as ``tf.train.Example`` records with the Object Detection API's keys (notebook 09)."""
 
 from __future__ import annotations
 
@@ -24,27 +20,16 @@ _OBJECTS = {**{f"image/object/bbox/{c}": "float" for c in _CORNERS},
 
 
 def detection_example(root: str | os.PathLike, image_id: str):
-    """The ``tf.train.Example`` of one image and its boxes, as the Object Detection API writes it.
-
-    The keys and meanings of its ``create_pascal_tf_record.py``: ``image/height``, ``/width``,
-    ``/filename`` and ``/source_id`` (both the XML's filename), ``/key/sha256`` (hex digest of the
-    JPEG file), ``/encoded`` (the file's bytes, unchanged), ``/format`` (b"jpeg"), and one value
-    per object in ``image/object/bbox/{xmin,xmax,ymin,ymax}`` (float: the XML's 1-based corner
-    divided by the width or height), ``/class/text``, ``/class/label`` (1 aeroplane ... 20
-    tvmonitor: the index in ``voc.VOC_CLASSES``), ``/difficult``, ``/truncated`` (0 or 1) and
-    ``/view`` (the pose). No objects: empty lists. The JPEG is decoded in full first and its size
-    checked against the XML. Shown in notebook 09 ("Build one Example with lists").
-
-    Raises helpers.voc.VOCError naming the id and the file, for what ``voc.load_annotation`` and
-    ``voc.load_image`` refuse, a photo that is not a JPEG file, or sizes that differ.
-    """
+    """The Example of an image and its boxes, as ``create_pascal_tf_record.py`` writes it (notebook
+    09, "Build one Example with lists"). VOCError naming the id and file for a bad annotation or
+    photo (``voc.load_annotation``, ``voc.load_image``), a non-JPEG, or a size unlike the XML's."""
     import tensorflow as tf
 
     return tf.train.Example.FromString(_detection_payload(root, image_id))
 
 
 def _detection_payload(root: str | os.PathLike, image_id: str) -> bytes:
-    """:func:`detection_example`, serialized (``deterministic=True``) without TensorFlow."""
+    """:func:`detection_example`, serialized without TensorFlow."""
     annotation = voc.load_annotation(root, image_id)
     height, width = voc.load_image(root, image_id).shape[:2]  # decodes every pixel
     path = voc.image_path(root, image_id)
@@ -68,14 +53,9 @@ def _detection_payload(root: str | os.PathLike, image_id: str) -> bytes:
 
 
 def detection_spec() -> dict:
-    """The parsing spec of :func:`detection_example`'s records: one value or a list per key.
-
-    ``FixedLenFeature([])`` for the image's keys (``image/key/sha256`` and ``image/source_id``
-    without defaults, so a record of another schema fails loudly instead of parsing as an image
-    with no boxes) and ``RaggedFeature`` for the per-object lists: notebook 09 ("Read the lists
-    three ways") shows why: a 1-D tensor of each record's own length, no ``SparseTensor`` to
-    densify as ``VarLenFeature`` gives, and ``FixedLenFeature`` would need one length for all.
-    """
+    """The parsing spec of :func:`detection_example`'s records: ``FixedLenFeature([])`` (no
+    default) per image key, ``RaggedFeature`` per object list (notebook 09, "Read the lists
+    three ways")."""
     import tensorflow as tf
 
     dtypes = {"int64": tf.int64, "float": tf.float32, "bytes": tf.string}
@@ -84,17 +64,8 @@ def detection_spec() -> dict:
 
 
 def parse_detection(serialized) -> dict:
-    """One serialized record of :func:`detection_example` as the tensors a detector trains on.
-
-    ``image`` uint8 (height, width, 3) (grayscale JPEGs too), ``boxes`` float32 (n, 4) in
-    ``(ymin, xmin, ymax, xmax)`` order, as ``tf.image.draw_bounding_boxes`` wants, ``labels``
-    int64 (n,) (1-20; 0 is free for padding), ``difficult`` and ``truncated`` bool (n,),
-    ``filename`` a string. Shown in notebook 09 ("Stack the corners into boxes"); works in
-    ``Dataset.map``, then ``padded_batch`` or ``ragged_batch`` batches images with different
-    numbers of boxes ("Batch images with different numbers of boxes"). Raises
-    tf.errors.InvalidArgumentError for a record without the image keys or with lists that differ
-    in length.
-    """
+    """A :func:`detection_example` record as the tensors a detector trains on (notebook 09, "Stack
+    the corners into boxes"). InvalidArgumentError if image keys miss or list lengths differ."""
     import tensorflow as tf
 
     values = tf.io.parse_single_example(serialized, detection_spec())
