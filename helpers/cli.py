@@ -1,10 +1,4 @@
-"""The command line: ``python -m helpers COMMAND ...`` (also installed as ``tfrecord-helpers``).
-
-``convert-voc`` converts a VOC2012 split into TFRecord shards, ``verify`` checks every record,
-``inspect`` describes the records. Expected problems (a damaged file, a missing folder, an
-output that exists, a bad image) give one line on stderr and exit status 1, never a traceback;
-bad usage exits 2. Notebook 06 ("Let `python -m helpers` do it") shows the commands at work.
-"""
+"""``python -m helpers convert-voc | verify | inspect`` (notebook 06); see :func:`main`."""
 
 from __future__ import annotations
 
@@ -194,7 +188,7 @@ _COMMANDS = {  # name: (run, help, rest of the description, [(flags, add_argumen
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line with ``argv`` (default ``sys.argv[1:]``); return the exit status."""
+    """Run the command line; return its exit status. Expected problems: one line on stderr."""
     name = Path(sys.argv[0]).name if sys.argv and sys.argv[0] else ""
     parser = argparse.ArgumentParser(
         prog=name if name == "tfrecord-helpers" else "python -m helpers",
