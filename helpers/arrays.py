@@ -1,9 +1,4 @@
-"""One array as one byte string: NumPy's ``.npy`` format (``np.save``, ``np.load``) in memory.
-
-``array.tobytes()`` keeps only the values; ``.npy`` puts dtype and shape in a short text header
-in front of them. Shown in notebook 01 (``01_roundtrip_raw_bytes.ipynb``), section "Keep dtype
-and shape with the bytes".
-"""
+"""An array as bytes in ``.npy`` format (notebook 01, "Keep dtype and shape with the bytes")."""
 
 from __future__ import annotations
 
@@ -13,34 +8,25 @@ import tokenize
 
 import numpy as np
 
-_MAGIC = b"\x93NUMPY"  # the first six bytes of every .npy file (numpy.lib.format.MAGIC_PREFIX)
+_MAGIC = np.lib.format.MAGIC_PREFIX  # b"\x93NUMPY", the first six bytes of every .npy file
 
 
 def pack(array: np.ndarray) -> bytes:
-    """Return ``array`` as the bytes ``np.save`` writes: a header with dtype and shape, the values.
-
-    Byte order is kept (``'>f4'`` stays big-endian); a view (a slice, a transpose) is stored by
-    value. Notebook 01, "Keep dtype and shape with the bytes". Raises ValueError for an array
-    of Python objects (dtype ``object``): they would need pickle, which :func:`unpack` refuses."""
+    """``array`` as the bytes ``np.save`` writes (notebook 01). ValueError for an array of Python
+    objects: they would need pickle, which :func:`unpack` refuses."""
     array = np.asarray(array)
     if array.dtype.hasobject:
-        raise ValueError(
-            f"cannot pack an array of dtype {array.dtype}: it holds Python objects, "
-            "not values (store numbers, bools or fixed-width strings)"
-        )
+        what = "it holds Python objects, not values (store numbers, bools or fixed-width strings)"
+        raise ValueError(f"cannot pack an array of dtype {array.dtype}: {what}")
     buffer = io.BytesIO()
     np.save(buffer, array, allow_pickle=False)
     return buffer.getvalue()
 
 
 def unpack(blob: bytes | bytearray | memoryview) -> np.ndarray:
-    """Rebuild the array from :func:`pack`'s bytes (or a ``.npy`` file's): dtype, shape, values.
-
-    A writable array with its own memory; the header is checked against the length of ``blob``
-    before memory is allocated for the data. Notebook 01, "Keep dtype and shape with the bytes".
-    Raises TypeError if ``blob`` is not bytes-like; ValueError (the blob's length, what was
-    expected) if it does not start with the magic ``b'\\x93NUMPY'``, has a header NumPy cannot
-    read, holds pickled objects or has fewer or more data bytes than dtype and shape need."""
+    """The array of :func:`pack`'s bytes, checked before any allocation (notebook 01). TypeError
+    if ``blob`` is not bytes-like; ValueError (its length, what was expected) for no .npy magic,
+    an unreadable header, pickled objects, or fewer or more data bytes than the header says."""
     if not isinstance(blob, (bytes, bytearray, memoryview)):
         raise TypeError(f"expected .npy bytes, got {type(blob).__name__}")
     blob = bytes(blob)

@@ -1,8 +1,4 @@
-"""How much memory a block of code holds at its peak: notebooks 03 and 05 measure with it.
-
-``resource.getrusage`` knows only the peak of the whole process so far, which a notebook has
-usually passed long before; this samples the resident set size in a thread instead.
-"""
+"""Peak memory of one block of code, not of the whole process (notebooks 03 and 05)."""
 
 from __future__ import annotations
 
@@ -26,11 +22,8 @@ def _rss_bytes() -> int:
 
 @contextmanager
 def track_peak_memory(interval_s: float = 0.005) -> Iterator[SimpleNamespace]:
-    """Sample resident memory while the ``with`` block runs (notebooks 03, 05); yield the result.
-
-    After the block, ``result.peak_increase_mib`` is how far resident memory rose above its
-    level at the start; a spike shorter than ``interval_s`` can be missed. Raises ImportError
-    on a system without ``/proc`` unless psutil is installed."""
+    """Yield a result whose ``peak_increase_mib`` is, after the block, how far resident memory
+    rose (spikes under ``interval_s`` may be missed). ImportError without /proc or psutil."""
     peak, done = [start := _rss_bytes()], threading.Event()
 
     def sample() -> None:

@@ -1,7 +1,4 @@
-"""Figures of VOC images and masks, in the VOC colours: notebook 02 draws pairs, 03 batches.
-
-Background (0) is black, void (255) cream: padding with the void label shows as a cream band.
-Matplotlib is imported only when a figure is drawn; no global style is changed."""
+"""Figures of VOC images and masks in the VOC colours (void is cream): notebooks 02 and 03."""
 
 from __future__ import annotations
 
@@ -62,10 +59,8 @@ def _figure(rows: int, columns: int, width: float, height: float, masks):
 def show_batch(
     images, masks, columns: int = 4, titles: Sequence[str] | None = None, title: str = ""
 ):
-    """Draw a batch (uint8 [B, H, W, 3] and [B, H, W, 1]) as a grid of overlays; return the Figure.
-
-    Shown in notebook 03. Raises ValueError if the numbers of images, masks and titles (if any)
-    differ or are 0."""
+    """A grid of overlays of a batch (notebook 03). ValueError if the numbers of images, masks and
+    titles (if any) differ or are 0, or for arrays of another dtype or shape."""
     images, masks, titles = np.asarray(images), np.asarray(masks), list(titles or [])
     if len(images) == 0 or len(masks) != len(images) or len(titles) not in (0, len(images)):
         counts = f"{len(images)}, {len(masks)} and {len(titles)}"
@@ -84,10 +79,8 @@ def show_batch(
 
 
 def show_pairs(images, masks, titles: Sequence[str] | None = None, size: float = 3.0):
-    """Draw each image above its mask in VOC colours, one column per pair; return the Figure.
-
-    Used in notebooks 02 and 03; the pairs may differ in size. Raises ValueError if the numbers
-    of images, masks and titles (if any) differ or are 0."""
+    """A figure of each image above its mask, one column per pair (notebooks 02, 03). ValueError
+    if the numbers of images, masks and titles (if any) differ or are 0, or a mask is bad."""
     titles, masks = list(titles or []), [_as_mask(mask) for mask in masks]
     if len(images) == 0 or len(masks) != len(images) or len(titles) not in (0, len(images)):
         raise ValueError("need the same number (at least one) of images, masks and titles")
