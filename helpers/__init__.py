@@ -1,9 +1,4 @@
-"""Small, tested helpers for the TFRecord tutorial notebooks.
-
-A notebook teaches; this package remembers. Each function is code a notebook has
-shown in its own cells, saved because a later notebook or the command line needs it
-again; its docstring names that notebook and section. Importing any module does
-nothing else: no TensorFlow import, no seeding, no I/O, no plotting style changes.
+"""Code the TFRecord tutorial notebooks have shown, kept for reuse (imports no TensorFlow).
 
 Modules:
     notebook     set-up of every notebook: quiet, deterministic TensorFlow; a work folder
@@ -17,7 +12,7 @@ Modules:
     memory       peak resident memory of a block of code (notebooks 03, 05)
     shuffle      seeded permutations and a uniform global shuffle with tf.data (notebook 04)
     sequences    windows of consecutive frames and SequenceExample (notebook 05)
-    inspect      describe the features of an unknown record file (notebook 06)
+    describe     describe the features of an unknown record file (notebook 06)
     beam         the same conversion as an Apache Beam pipeline, byte for byte (notebook 08)
     detection    VOC boxes with the Object Detection API's keys, and reading them (notebook 09)
     cli          `python -m helpers convert-voc | verify | inspect`
