@@ -97,7 +97,10 @@ def _convert_voc(args: argparse.Namespace) -> int:
     if args.engine == "local" and (args.beam_option or args.verbose):
         _complain("convert-voc: --beam-option and --verbose need --engine beam")
         return 2
-    shared = ("num_shards", "encoding", "compression", "overwrite", "shuffle_seed", "task")
+    if args.index and args.compression:
+        _complain("convert-voc: --index needs plain shards: compressed ones cannot be indexed")
+        return 2
+    shared = ("num_shards", "encoding", "compression", "overwrite", "shuffle_seed", "task", "index")
     common = {name: getattr(args, name) for name in shared}  # what both engines take
     try:
         root = args.voc_root if args.voc_root is not None else voc.voc_root()
@@ -164,6 +167,8 @@ _COMMANDS = {  # name: (run, help, rest of the description, [(flags, add_argumen
                                "help": "with --engine beam: passed to Beam's pipeline options, "
                                "e.g. --beam-option=--runner=FlinkRunner (repeatable)"}),
             ("--verbose", {"action": "store_true", "help": "with --engine beam: Beam's logging"}),
+            ("--index", {"action": "store_true", "help": "also write SHARD.index (record offsets "
+                         "for random access; plain shards only)"}),
             ("--overwrite", {"action": "store_true", "help": "replace output shards that exist"}),
             ("--quiet", {"action": "store_true", "help": "no progress bar"}),
         ],

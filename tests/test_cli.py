@@ -254,6 +254,22 @@ def test_convert_voc_gzip_and_a_missing_root(tmp_path, capsys, monkeypatch):
     )
 
 
+def test_convert_voc_index_writes_each_shards_offsets_for_random_access(tmp_path, capsys):
+    from helpers.index import RecordView
+
+    out = tmp_path / "out" / "v"
+    argv = ["convert-voc", "--split", "val", "--out", str(out), "--num-shards", "2", "--quiet"]
+    assert run(capsys, *argv, "--index")[0] == 0
+    shards = sorted(tmp_path.glob("out/v-*.tfrecord"))
+    indexes = [p.with_name(p.name + ".index") for p in shards]
+    assert all(p.read_text().startswith("0 ") for p in indexes)
+    with RecordView(shards) as view:
+        assert view[list(range(len(view)))] == [r for p in shards for r in iter_records(p)]
+    status, stdout, err = run(capsys, *argv, "--index", "--compression", "GZIP", "--overwrite")
+    assert status == 2 and stdout == "" and len(err.splitlines()) == 1
+    assert "--index needs plain shards: compressed ones cannot be indexed" in err
+
+
 def test_python_m_helpers_help_in_a_subprocess():
     done = subprocess.run(
         [sys.executable, "-m", "helpers", "--help"], capture_output=True, text=True
