@@ -47,6 +47,7 @@ def global_shuffle_dataset(
     read_batch: int = 1024,
     reshuffle_each_iteration: bool = True,
     parallel_reads: int | None = None,
+    batch_size: int | None = None,
 ) -> tf.data.Dataset:
     """A ``tf.data.Dataset`` of every record of ``files``, in a uniformly random order.
 
@@ -56,12 +57,16 @@ def global_shuffle_dataset(
     numbers are read with :class:`~helpers.index.RecordView` in ``tf.numpy_function``
     (``parallel_reads`` at a time, ``None``: AUTOTUNE; order kept), as in notebook 04.
     Memory: 16 bytes per record (index and permutation), never the data. The cardinality is
-    known, so Keras shows a total per epoch.
+    known, so Keras shows a total per epoch. With ``batch_size``, elements are vectors of that
+    many records (the last may be shorter), read as one slice: no ``unbatch``, and no
+    ``batch`` after it (``tf.io.parse_example`` parses such a vector at once).
     ``benchmarks/bench_shuffle.py`` compares it with sequential reading.
 
     Raises:
-        TypeError: for a ``seed``, ``read_batch`` or ``parallel_reads`` that is not an int.
-        ValueError: for a negative seed, ``read_batch`` or ``parallel_reads`` below 1,
+        TypeError: for a ``seed``, ``read_batch``, ``parallel_reads`` or ``batch_size`` that
+            is not an int.
+        ValueError: for a negative seed, a ``read_batch``, ``parallel_reads`` or ``batch_size``
+            below 1,
             or a GZIP/ZLIB file (it cannot be indexed).
         RecordError: while indexing, for a damaged header (file, record, byte offset).
         tf.errors.InvalidArgumentError: while iterating, for a damaged record (the
@@ -71,6 +76,8 @@ def global_shuffle_dataset(
 
     seed = check_seed(seed)
     read_batch = check_int(read_batch, "read_batch", minimum=1)
+    if batch_size is not None:
+        read_batch = check_int(batch_size, "batch_size", minimum=1)
     if parallel_reads is None:
         parallel_reads = tf.data.AUTOTUNE
     else:
@@ -94,5 +101,8 @@ def global_shuffle_dataset(
 
     spec = tf.TensorSpec(shape=[None], dtype=tf.int64)
     ids = tf.data.Dataset.from_generator(id_slices, output_signature=spec)
-    records = ids.map(read_op, num_parallel_calls=parallel_reads, deterministic=True).unbatch()
-    return records.apply(tf.data.experimental.assert_cardinality(len(view)))
+    records = ids.map(read_op, num_parallel_calls=parallel_reads, deterministic=True)
+    if batch_size is None:
+        records = records.unbatch()
+    count = len(view) if batch_size is None else -(-len(view) // batch_size)
+    return records.apply(tf.data.experimental.assert_cardinality(count))

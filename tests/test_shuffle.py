@@ -114,6 +114,15 @@ def test_dataset_follows_the_permutation_and_reshuffles_each_pass(tmp_path):
     assert indices_of(fixed).tolist() == indices_of(fixed).tolist() == first.tolist()
 
 
+def test_batches_of_records_come_in_the_same_order_with_their_count_known(tmp_path):
+    files = write_sorted(tmp_path, 1_000)
+    dataset = global_shuffle_dataset(files, seed=2, batch_size=256)
+    assert int(dataset.cardinality()) == 4
+    batches = [[RECORD.unpack(x)[0] for x in batch] for batch in dataset.as_numpy_iterator()]
+    assert [len(b) for b in batches] == [256, 256, 256, 232]
+    assert sum(batches, []) == permutation(1_000, 2).tolist()
+
+
 def test_read_batch_and_parallel_reads_do_not_change_the_order(tmp_path):
     files = write_sorted(tmp_path, 1_000)
     expected = permutation(1_000, 1).tolist()
