@@ -15,7 +15,7 @@ from benchmarks import reference
 
 ROOT = Path(__file__).resolve().parents[1]
 #: The benchmarks whose reference result is committed (issue 25).
-REFERENCED = ["shuffle"]
+REFERENCED = ["records", "shuffle", "beam"]
 SIZES = ["800", "100", "10000"]  # bench_shuffle.RECORD_SIZES, headline first
 
 
