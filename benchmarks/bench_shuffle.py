@@ -20,7 +20,7 @@ Prints:
   10 KB, a whole epoch in batches of 256 by every way to read it: ``tf.data`` in order (one
   file after another, and 3 files in parallel), ``shuffle(10_000)``, ``shuffle(70_000)``,
   shuffled files + interleave + ``shuffle(10_000)``, the ``RecordView`` read in a uniformly
-  random order (``view[ids]``), ``global_shuffle_dataset`` (``tf.data``), Grain's
+  random order (``view[ids]``), ``global_shuffle_dataset(batch_size=256)``, Grain's
   ``MapDataset`` (shuffle, batch) over the view and over an ArrayRecord copy (array_record's
   own writer, ``group_size:1`` as Grain asks), and ArrayRecord's own ``__getitems__`` on a
   permutation. All run in turn in every round (the order reversed every other round, one
@@ -314,8 +314,8 @@ def shootout_contenders(files: list[str], array_records: list[str]) -> dict[str,
 
     autotune = tf.data.AUTOTUNE
 
-    def tf_epoch(dataset) -> Callable[[], int]:
-        batches = dataset.batch(BATCH).prefetch(autotune)
+    def tf_epoch(dataset, batched: bool = False) -> Callable[[], int]:
+        batches = (dataset if batched else dataset.batch(BATCH)).prefetch(autotune)
         return lambda: sum(int(batch.shape[0]) for batch in batches)
 
     def by_permutation(source) -> Callable[[], int]:
@@ -355,7 +355,9 @@ def shootout_contenders(files: list[str], array_records: list[str]) -> dict[str,
         f"tf.data shuffle({len(view):_})": tf_epoch(in_order.shuffle(len(view), seed=SEED)),
         "tf.data shuffled files + interleave + shuffle(10_000)": tf_epoch(shuffled_files),
         "RecordView, view[ids] on a permutation": by_permutation(view),
-        "global_shuffle_dataset (tf.data)": tf_epoch(global_shuffle_dataset(files, SEED)),
+        "global_shuffle_dataset (tf.data)": tf_epoch(
+            global_shuffle_dataset(files, SEED, batch_size=BATCH), batched=True
+        ),
         "Grain MapDataset over RecordView": grain_epoch(view),
         "Grain MapDataset over ArrayRecord": grain_epoch(array_record),
         "ArrayRecord __getitems__ on a permutation": by_permutation(array_record),
