@@ -26,6 +26,7 @@ _SCHEMAS = {
         "image/segmentation/class/encoded": "bytes", "image/segmentation/class/format": "bytes"},
 }  # fmt: skip
 
+#: The names of the two schemas (notebook 02).
 ENCODINGS: tuple[str, ...] = tuple(_SCHEMAS)
 
 
