@@ -24,6 +24,7 @@ NOT_RUN = {
     "make notebooks": "rewrites every notebook in place; the same script is run below on a copy",
     "make bench": "takes minutes and measures time, which tests never do",
     "python -m benchmarks beam": "takes minutes and measures time, which tests never do",
+    "python -m benchmarks records": "takes minutes and measures time, which tests never do",
     "python -m benchmarks pipeline": "takes minutes and measures time, which tests never do",
     "python -m benchmarks suite": "runs this test suite three times and measures time",
     "make mutation": "runs the helper tests once per mutant, for hours; not part of make test",
