@@ -23,8 +23,8 @@ from helpers import records
 from helpers.records import RecordError, check_header, detect_compression
 
 _HEADER_SIZE = records._HEADER_SIZE
-_HEADER, _FOOTER = records._HEADER.unpack_from, records._CRC.unpack_from
-_CRC = google_crc32c.value
+_HEADER_AT, _FOOTER_AT = records._HEADER.unpack_from, records._CRC.unpack_from
+_CRC32C = google_crc32c.value
 _FRAME_SIZE = _HEADER_SIZE + records._FOOTER_SIZE  # what a record adds to its payload
 
 
@@ -177,10 +177,10 @@ class RecordView:
     def _read(self, file: int, number: int, start: int, end: int) -> bytes:
         """The payload of record ``number`` (of the view) at ``[start, end)`` of ``file``."""
         data, mask = self._maps[file], records._mask  # _payload's checks, inlined: 2x faster
-        (length, length_crc), (payload_crc,) = _HEADER(data, start), _FOOTER(data, end - 4)
+        (length, length_crc), (payload_crc,) = _HEADER_AT(data, start), _FOOTER_AT(data, end - 4)
         payload = data[start + _HEADER_SIZE : end - 4]
-        if (mask(_CRC(data[start : start + 8])) != length_crc or length != len(payload)
-                or mask(_CRC(payload)) != payload_crc):  # fmt: skip
+        if (mask(_CRC32C(data[start : start + 8])) != length_crc or length != len(payload)
+                or mask(_CRC32C(payload)) != payload_crc):  # fmt: skip
             index = number - self._firsts[file]
             return self._payload(file, index, start, end)  # raises, naming the damage
         return payload
