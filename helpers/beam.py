@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from helpers import voc
-from helpers._checks import check_compression, check_int, check_seed
+from helpers._checks import check_compression, check_seed
 from helpers.index import build_index
 from helpers.records import (
     _check_targets,
@@ -117,15 +117,12 @@ def convert_with_beam(
         TimeoutError: if it has not finished after ``timeout`` seconds.
     """
     _check_task(task, encoding)
-    num_shards = check_int(num_shards, "num_shards", minimum=1)
+    paths = _shard_paths(out_prefix, num_shards, compression, index)
     compression = check_compression(compression)
     if shuffle_seed is not None:
         check_seed(shuffle_seed)
-    if index and compression:
-        raise ValueError(f"index=True needs plain files: a {compression} file cannot be indexed")
     if isinstance(beam_options, str) or not all(isinstance(o, str) for o in beam_options):
         raise TypeError(f"beam_options must be a list of strings, got {beam_options!r}")
-    paths = _shard_paths(out_prefix, num_shards, compression)
     with _output_folder(out_prefix):
         _check_targets(paths, overwrite)  # the local engine's checks, before Beam starts
         ids = split_order(voc_root, split, task, shuffle_seed)
@@ -201,10 +198,6 @@ def _child() -> None:
             )
     except Exception as error:
         found = _WORKER_ERROR.search(str(error))  # a worker's error, as text
-        if found and found.group(1).startswith("helpers.voc."):
-            print(json.dumps(["VOCError", found.group(2)]))
-        elif found:
-            print(json.dumps([found.group(1), found.group(2)]))
-        else:
-            print(json.dumps([type(error).__name__, str(error)]))
+        kind, message = found.group(1, 2) if found else (type(error).__name__, str(error))
+        print(json.dumps(["VOCError" if kind.startswith("helpers.voc.") else kind, message]))
         sys.exit(1)

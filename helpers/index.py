@@ -20,7 +20,7 @@ import google_crc32c
 import numpy as np
 
 from helpers import records
-from helpers.records import RecordError, check_header, detect_compression
+from helpers.records import RecordError, check_header, check_payload, detect_compression
 
 _HEADER_SIZE = records._HEADER_SIZE
 _HEADER_AT, _FOOTER_AT = records._HEADER.unpack_from, records._CRC.unpack_from
@@ -176,25 +176,18 @@ class RecordView:
 
     def _read(self, file: int, number: int, start: int, end: int) -> bytes:
         """The payload of record ``number`` (of the view) at ``[start, end)`` of ``file``."""
-        data, mask = self._maps[file], records._mask  # _payload's checks, inlined: 2x faster
+        data, mask = self._maps[file], records._mask  # the checks, inlined: 2x faster
         (length, length_crc), (payload_crc,) = _HEADER_AT(data, start), _FOOTER_AT(data, end - 4)
         payload = data[start + _HEADER_SIZE : end - 4]
         if (mask(_CRC32C(data[start : start + 8])) != length_crc or length != len(payload)
                 or mask(_CRC32C(payload)) != payload_crc):  # fmt: skip
-            index = number - self._firsts[file]
-            return self._payload(file, index, start, end)  # raises, naming the damage
-        return payload
-
-    def _payload(self, file: int, index: int, start: int, end: int) -> bytes:
-        """One record's payload from its memory map, both CRCs checked."""
-        data, path = self._maps[file], self.paths[file]
-        length = check_header(data[start : start + _HEADER_SIZE], path, index, start)
-        if length != end - start - _FRAME_SIZE:
-            reason = f"header says {length} payload bytes, the index {end - start - _FRAME_SIZE}"
-            raise RecordError(path, index, start, reason + ": the file changed since indexing")
-        payload = data[start + _HEADER_SIZE : end - 4]
-        records._check_crc(records._mask(google_crc32c.value(payload)), data[end - 4 : end],
-                           path, index, start)  # fmt: skip
+            # The careful path: the same checks again, raising a RecordError that names the damage.
+            path, index = self.paths[file], number - self._firsts[file]
+            length = check_header(data[start : start + _HEADER_SIZE], path, index, start)
+            if length != end - start - _FRAME_SIZE:
+                reason = f"header says {length} payload bytes, the index {len(payload)}"
+                raise RecordError(path, index, start, reason + ": the file changed since indexing")
+            check_payload(data[start + _HEADER_SIZE : end], length, path, index, start)
         return payload
 
     def __getstate__(self) -> dict:  # for worker processes: the index, not the open maps

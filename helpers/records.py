@@ -102,23 +102,20 @@ def check_payload(
 
     Raises RecordError if ``body`` is cut short or the payload CRC does not match.
     """
-    _check_complete(len(body), length, path, index, offset)
     payload = body[:length]
-    _check_crc(masked_crc32c(payload), body[length:], path, index, offset)
+    _check_body(len(body), length, masked_crc32c(payload), body[length:], path, index, offset)
     return payload
 
 
-def _check_complete(size: int, length: int, path, index: int, offset: int) -> None:
-    """RecordError unless ``size`` bytes after a header cover its ``length`` and the CRC."""
+def _check_body(size: int, length: int, masked: int, footer: bytes, path, index, offset) -> None:
+    """RecordError unless ``size`` bytes after a header cover its ``length`` and the CRC, and
+    the CRC in ``footer`` is ``masked``, the payload's."""
     if size < length:
         reason = f"file ends inside the payload ({size} of {length} bytes)"
         raise RecordError(path, index, offset, reason)
     if size < length + _FOOTER_SIZE:
         reason = f"file ends inside the payload CRC ({size - length} of 4 bytes)"
         raise RecordError(path, index, offset, reason)
-
-
-def _check_crc(masked: int, footer: bytes, path, index: int, offset: int) -> None:
     if masked != _CRC.unpack_from(footer)[0]:
         reason = "payload CRC mismatch: the record's bytes were changed"
         raise RecordError(path, index, offset, reason)
@@ -144,12 +141,8 @@ class _AtomicRecordFile:
 
     def write(self, payload: bytes) -> None:
         length = struct.pack("<Q", len(payload))
-        parts = (
-            length + _CRC.pack(masked_crc32c(length)),
-            payload,
-            _CRC.pack(masked_crc32c(payload)),
-        )
-        for part in parts:  # the payload goes out as it is, without a copy
+        header = length + _CRC.pack(masked_crc32c(length))
+        for part in (header, payload, _CRC.pack(masked_crc32c(payload))):  # payload: no copy
             self.file.write(self.deflate.compress(part) if self.deflate else part)
         self.count += 1
         if self.sizes is not None:
@@ -284,8 +277,6 @@ def _write_all(
 ) -> list[int]:  # fmt: skip
     """Deal ``payloads`` round-robin over ``paths``, committed together (with their ``.index``
     files if ``index``); a failure leaves the old files and no temporary file."""
-    if index and compression:
-        raise ValueError(f"index=True needs plain files: a {compression} file cannot be indexed")
     _check_targets(paths, overwrite)
     files: list[_AtomicRecordFile] = []
     try:
@@ -324,10 +315,13 @@ def write_records(
     return _write_all([Path(path)], payloads, check_compression(compression), overwrite)[0]
 
 
-def _shard_paths(prefix: str | os.PathLike, num_shards: int, compression=None) -> list[Path]:
-    """``<prefix>-00000-of-00004.tfrecord`` (``.tfrecord.gz`` for GZIP, ``.zz`` for ZLIB)."""
+def _shard_paths(prefix: str | os.PathLike, num_shards, compression=None, index=False) -> list:
+    """``<prefix>-00000-of-00004.tfrecord`` (``.tfrecord.gz`` for GZIP, ``.zz`` for ZLIB);
+    TypeError or ValueError for a bad ``num_shards`` or ``compression``, or with ``index``."""
     num_shards = check_int(num_shards, "num_shards", minimum=1)
     prefix, suffix = Path(prefix), _SUFFIX[check_compression(compression)]
+    if index and compression:
+        raise ValueError(f"index=True needs plain files: a {compression} file cannot be indexed")
     return [
         prefix.with_name(f"{prefix.name}-{i:05d}-of-{num_shards:05d}{suffix}")
         for i in range(num_shards)
@@ -356,7 +350,7 @@ def write_sharded(
         FileExistsError: if a shard exists and ``overwrite`` is false (nothing is read).
         FileNotFoundError, TypeError, ValueError: as :func:`write_records`, or a bad ``num_shards``.
     """
-    paths = _shard_paths(prefix, num_shards, compression)
+    paths = _shard_paths(prefix, num_shards, compression, index)
     _write_all(paths, payloads, check_compression(compression), overwrite, index)
     return paths
 
@@ -398,8 +392,7 @@ def _streamed(stream, length: int, path: Path, index: int, offset: int) -> None:
     while size < length and (piece := stream.read(min(length - size, _BUFFER))):
         crc, size = google_crc32c.extend(crc, piece), size + len(piece)
     footer = stream.read(_FOOTER_SIZE) if size == length else b""
-    _check_complete(size + len(footer), length, path, index, offset)
-    _check_crc(_mask(crc), footer, path, index, offset)
+    _check_body(size + len(footer), length, _mask(crc), footer, path, index, offset)
 
 
 def _records(path: Path, compression: str | None, limit: int | None) -> Iterator[tuple]:
