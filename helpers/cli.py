@@ -10,7 +10,8 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from helpers.records import RecordError, verify
+from helpers.describe import describe_file, format_record, format_summary
+from helpers.records import RecordError, detect_compression, iter_records, verify
 
 _DETECT = object()  # a non-string default: argparse passes string defaults through `type`
 _say = functools.partial(print, flush=True)  # flushed, so that stdout and stderr stay in order
@@ -37,8 +38,6 @@ def _compression(text: str) -> str | None:
 
 def _each_file(args: argparse.Namespace, work: Callable[[Path, str | None], object]) -> int:
     """Run ``work(path, compression)`` on every file; report problems; return how many failed."""
-    from helpers.records import detect_compression
-
     failed = 0
     for path in args.files:
         compression = None
@@ -69,9 +68,6 @@ def _verify(args: argparse.Namespace) -> int:
 
 
 def _inspect(args: argparse.Namespace) -> int:
-    from helpers.describe import describe_file, format_record, format_summary
-    from helpers.records import iter_records
-
     def describe(path: Path, compression: str | None) -> bool:
         if path != args.files[0]:
             _say("")

@@ -66,8 +66,7 @@ def global_shuffle_dataset(
         TypeError: for a ``seed``, ``read_batch``, ``parallel_reads`` or ``batch_size`` that
             is not an int.
         ValueError: for a negative seed, a ``read_batch``, ``parallel_reads`` or ``batch_size``
-            below 1,
-            or a GZIP/ZLIB file (it cannot be indexed).
+            below 1, or a GZIP/ZLIB file (it cannot be indexed).
         RecordError: while indexing, for a damaged header (file, record, byte offset).
         tf.errors.InvalidArgumentError: while iterating, for a damaged record (the
             message holds the RecordError's: file, record index, byte offset).
@@ -78,9 +77,7 @@ def global_shuffle_dataset(
     read_batch = check_int(read_batch, "read_batch", minimum=1)
     if batch_size is not None:
         read_batch = check_int(batch_size, "batch_size", minimum=1)
-    if parallel_reads is None:
-        parallel_reads = tf.data.AUTOTUNE
-    else:
+    if parallel_reads is not None:
         parallel_reads = check_int(parallel_reads, "parallel_reads", minimum=1)
     view = RecordView(files)
     passes = itertools.count()
@@ -101,7 +98,8 @@ def global_shuffle_dataset(
 
     spec = tf.TensorSpec(shape=[None], dtype=tf.int64)
     ids = tf.data.Dataset.from_generator(id_slices, output_signature=spec)
-    records = ids.map(read_op, num_parallel_calls=parallel_reads, deterministic=True)
+    parallel = parallel_reads or tf.data.AUTOTUNE
+    records = ids.map(read_op, num_parallel_calls=parallel, deterministic=True)
     if batch_size is None:
         records = records.unbatch()
     count = len(view) if batch_size is None else -(-len(view) // batch_size)
