@@ -20,18 +20,9 @@ from pathlib import Path
 
 import numpy as np
 
-from helpers import voc
+from helpers import records, voc
 from helpers._checks import check_compression, check_seed
 from helpers.index import build_index
-from helpers.records import (
-    _check_targets,
-    _commit,
-    _output_folder,
-    _shard_paths,
-    _temp_name,
-    _write_index,
-    write_records,
-)
 from helpers.voc_records import _check_task, record_payload, split_order
 
 # The first exception line in the text of a worker's traceback, the error itself (a VOCError or
@@ -50,8 +41,8 @@ def _keyed_payload(item: tuple[int, str], root: str, task: str, encoding: str, n
 
 def _write_shard(group: tuple[int, Iterable[tuple[int, bytes]]], temps: list[str], compression):
     """On a worker: one shard's records, in their order, to its hidden temporary file."""
-    shard, records = group
-    count = write_records(temps[shard], (p for _, p in sorted(records)), compression, True)
+    shard, numbered = group
+    count = records.write_records(temps[shard], (p for _, p in sorted(numbered)), compression, True)
     return shard, count
 
 
@@ -117,16 +108,16 @@ def convert_with_beam(
         TimeoutError: if it has not finished after ``timeout`` seconds.
     """
     _check_task(task, encoding)
-    paths = _shard_paths(out_prefix, num_shards, compression, index)
+    paths = records._shard_paths(out_prefix, num_shards, compression, index)
     compression = check_compression(compression)
     if shuffle_seed is not None:
         check_seed(shuffle_seed)
     if isinstance(beam_options, str) or not all(isinstance(o, str) for o in beam_options):
         raise TypeError(f"beam_options must be a list of strings, got {beam_options!r}")
-    with _output_folder(out_prefix):
-        _check_targets(paths, overwrite)  # the local engine's checks, before Beam starts
+    with records._output_folder(out_prefix):
+        records._check_targets(paths, overwrite)  # the local engine's checks, before Beam starts
         ids = split_order(voc_root, split, task, shuffle_seed)
-        temps = [_temp_name(p.absolute(), "beam") for p in paths]
+        temps = [records._temp_name(p.absolute(), "beam") for p in paths]
         job = {"options": list(beam_options), "verbose": verbose, "ids": ids, "root": str(voc_root),
                "task": task, "encoding": encoding, "temps": [str(t) for t in temps],
                "compression": compression}  # fmt: skip
@@ -134,10 +125,12 @@ def convert_with_beam(
         try:
             _run_in_child(job, verbose, timeout)
             for temp in temps[len(ids) :]:  # shards that receive no record: valid empty files
-                write_records(temp, [], compression)
+                records.write_records(temp, [], compression)
             if index:  # each shard's .index, from one walk over its headers
-                pairs.extend([_write_index(p, np.diff(build_index(t)).tolist()) for t, p in pairs])
-            _commit(pairs, overwrite)
+                pairs.extend(
+                    [records._write_index(p, np.diff(build_index(t)).tolist()) for t, p in pairs]
+                )
+            records._commit(pairs, overwrite)
         finally:
             for temp, _ in pairs:  # and the temporary files of a worker's write_records
                 for leftover in temp.parent.glob(f"*{temp.name}*"):
