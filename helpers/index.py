@@ -39,8 +39,7 @@ def build_index(path: str | os.PathLike) -> np.ndarray:
         FileNotFoundError: if the file does not exist.
     """
     path = Path(path)
-    compression = detect_compression(path)
-    if compression:
+    if compression := detect_compression(path):
         raise ValueError(
             f"{path}: a {compression}-compressed TFRecord file cannot be indexed: record i has "
             "no fixed byte offset in it. Write a plain copy with helpers.records.write_records "

@@ -16,6 +16,7 @@ from PIL import Image, UnidentifiedImageError
 from helpers._checks import check_int, check_seed
 from helpers.describe import _example_bytes
 from helpers.records import iter_records, write_records
+from helpers.voc import _JPEG_MAGIC
 
 if TYPE_CHECKING:
     import tensorflow as tf
@@ -25,7 +26,7 @@ _ENCODED, _TIMESTAMP, _LABELS = "frame/encoded", "frame/timestamp", "frame/label
 
 def _jpeg_size(where: str, jpeg: object) -> tuple[int, int]:
     """``(height, width)`` read from a JPEG's header (nothing is decoded)."""
-    if not isinstance(jpeg, bytes) or not jpeg.startswith(b"\xff\xd8\xff"):
+    if not isinstance(jpeg, bytes) or not jpeg.startswith(_JPEG_MAGIC):
         got = repr(jpeg[:4]) if isinstance(jpeg, bytes) else type(jpeg).__name__
         raise ValueError(f"{where}: expected JPEG bytes (b'\\xff\\xd8\\xff...'), got {got}")
     try:

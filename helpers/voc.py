@@ -105,14 +105,8 @@ def read_split(root: _PathLike, split: str, folder: str = "Segmentation") -> lis
         raise _MissingFile(f"no split {split!r}: no {path} (available splits: {listed})") from None
     except UnicodeDecodeError as error:
         raise VOCError(f"split file {path} is not UTF-8 text: {error}") from None
-    ids = []
-    for number, line in enumerate(text.splitlines(), start=1):
-        if line.strip():
-            try:
-                ids.append(_plain(line.strip(), "image id"))
-            except VOCError as error:
-                raise VOCError(f"{path}, line {number}: {error}") from None
-    return ids
+    lines = [(n, line.strip()) for n, line in enumerate(text.splitlines(), start=1)]
+    return [_plain(line, f"{path}, line {n}: image id") for n, line in lines if line]
 
 
 def _open(path: Path, what: str, image_id: str) -> Image.Image:
@@ -159,8 +153,7 @@ def load_mask(root: _PathLike, image_id: str) -> np.ndarray:
             problem = f"is a {image.mode!r}-mode image, not 'P'"
             raise VOCError(f"mask of image id {image_id!r} {problem}: {path}")
         mask = np.array(image, dtype=np.uint8)
-    bad = [value for value in np.unique(mask).tolist() if value not in _VALID]
-    if bad:
+    if bad := [value for value in np.unique(mask).tolist() if value not in _VALID]:
         shown = ", ".join(map(str, bad[:12])) + (", ..." if len(bad) > 12 else "")
         problem = f"has values not in 0-20, 255: {shown}"
         raise VOCError(f"mask of image id {image_id!r} {problem} ({path})")

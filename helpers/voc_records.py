@@ -51,27 +51,7 @@ def voc_example(root: str | os.PathLike, image_id: str, encoding: str = "raw"):
     what ``voc.load_pair`` refuses or a photo not a JPEG; ValueError for an unknown ``encoding``."""
     import tensorflow as tf
 
-    return tf.train.Example.FromString(_pair_payload(root, image_id, encoding))
-
-
-def _pair_payload(root: str | os.PathLike, image_id: str, encoding: str) -> bytes:
-    """:func:`voc_example`, serialized without TensorFlow."""
-    schema = _schema(encoding)
-    image, mask = voc.load_pair(root, image_id)  # decodes every pixel of both files
-    path = voc.image_path(root, image_id)
-    height, width = mask.shape
-    if encoding == "raw":
-        values = {"height": height, "width": width, "image_raw": image.tobytes(),
-                  "mask_raw": mask.tobytes(), "filename": path.name.encode()}  # fmt: skip
-    else:
-        jpeg = voc._read_jpeg(root, image_id)
-        png = io.BytesIO()  # grayscale: tf.io.decode_png gives the indices back, not colours
-        Image.fromarray(mask).save(png, format="PNG")
-        values = {"image/encoded": jpeg, "image/filename": path.name.encode(),
-                  "image/format": b"jpeg", "image/height": height, "image/width": width,
-                  "image/channels": 3, "image/segmentation/class/encoded": png.getvalue(),
-                  "image/segmentation/class/format": b"png"}  # fmt: skip
-    return _example_bytes({key: (kind, [values[key]]) for key, kind in schema.items()})
+    return tf.train.Example.FromString(record_payload(root, image_id, "segmentation", encoding))
 
 
 def _check_task(task: object, encoding: object = "raw") -> None:
@@ -107,7 +87,21 @@ def record_payload(
         from helpers.detection import _detection_payload
 
         return _detection_payload(root, image_id)
-    return _pair_payload(root, image_id, encoding)
+    image, mask = voc.load_pair(root, image_id)  # decodes every pixel of both files
+    path = voc.image_path(root, image_id)
+    height, width = mask.shape
+    if encoding == "raw":
+        values = {"height": height, "width": width, "image_raw": image.tobytes(),
+                  "mask_raw": mask.tobytes(), "filename": path.name.encode()}  # fmt: skip
+    else:
+        jpeg = voc._read_jpeg(root, image_id)
+        png = io.BytesIO()  # grayscale: tf.io.decode_png gives the indices back, not colours
+        Image.fromarray(mask).save(png, format="PNG")
+        values = {"image/encoded": jpeg, "image/filename": path.name.encode(),
+                  "image/format": b"jpeg", "image/height": height, "image/width": width,
+                  "image/channels": 3, "image/segmentation/class/encoded": png.getvalue(),
+                  "image/segmentation/class/format": b"png"}  # fmt: skip
+    return _example_bytes({key: (kind, [values[key]]) for key, kind in _SCHEMAS[encoding].items()})
 
 
 def convert_split(
