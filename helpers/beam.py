@@ -100,10 +100,8 @@ def convert_with_beam(
     is stopped. Folders must be local ones every worker sees (a shared mount on a cluster).
 
     Raises:
-        FileExistsError: if a shard exists and ``overwrite`` is false (before Beam starts).
-        helpers.voc.VOCError: for an unknown split, or a bad pair (naming the id and the file).
-        TypeError, ValueError: for a bad ``num_shards``, ``encoding``, ``task``,
-            ``compression`` or ``shuffle_seed`` (before Beam starts) or Beam option.
+        FileExistsError, helpers.voc.VOCError, TypeError, ValueError: as ``convert_split`` (all
+            but a bad pair's before Beam starts), and ValueError for a bad Beam option.
         RuntimeError: if the pipeline fails for another reason (Beam's message).
         TimeoutError: if it has not finished after ``timeout`` seconds.
     """

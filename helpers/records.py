@@ -108,8 +108,7 @@ def check_payload(
 
 
 def _check_body(size: int, length: int, masked: int, footer: bytes, path, index, offset) -> None:
-    """RecordError unless ``size`` bytes after a header cover its ``length`` and the CRC, and
-    the CRC in ``footer`` is ``masked``, the payload's."""
+    """RecordError unless ``size`` bytes cover ``length`` and the CRC, and the CRC is ``masked``."""
     if size < length:
         reason = f"file ends inside the payload ({size} of {length} bytes)"
         raise RecordError(path, index, offset, reason)
