@@ -141,11 +141,8 @@ class RecordView:
 
     def __getitem__(self, key):
         """The payload of record ``key`` (an int), or a list of them (a sequence of ints).
-
-        Raises:
-            IndexError: for a number out of range. TypeError: for another kind of key.
-            RecordError: for a damaged record, or a file that changed since the view opened.
-        """
+        IndexError for a number out of range, TypeError for another kind of key, RecordError
+        for a damaged record or a file that changed since the view opened."""
         if isinstance(key, (int, np.integer)):  # one record (Grain, PyTorch): no NumPy on the way
             number = int(key) + (len(self) if key < 0 else 0)
             file = bisect.bisect_right(self._firsts, number) - 1

@@ -71,12 +71,9 @@ def _mask(crc: int) -> int:
 def check_header(
     header: bytes, path: str | os.PathLike, index: int, offset: int, limit: int | None = None
 ) -> int:
-    """Check one 12-byte record header; return the payload length it announces.
-
-    Raises:
-        RecordError: if the header is cut short, its length CRC does not match, or the length
-            is over ``limit`` (bytes a reader would hold; ``None``: no limit).
-    """
+    """Check one 12-byte record header; return the payload length it announces. RecordError if
+    the header is cut short, its length CRC does not match, or the length is over ``limit``
+    (bytes a reader would hold; ``None``: no limit)."""
     if len(header) < _HEADER_SIZE:
         hint = " (or this is not a TFRecord file)" if index == 0 else ""
         reason = f"file ends inside a record header ({len(header)} of 12 bytes){hint}"
@@ -98,10 +95,8 @@ def check_header(
 def check_payload(
     body: bytes, length: int, path: str | os.PathLike, index: int, offset: int
 ) -> bytes:
-    """Check a record's payload and its 4-byte CRC in ``body``; return the payload.
-
-    Raises RecordError if ``body`` is cut short or the payload CRC does not match.
-    """
+    """Check a record's payload and its 4-byte CRC in ``body``; return the payload. RecordError
+    if ``body`` is cut short or the payload CRC does not match."""
     payload = body[:length]
     _check_body(len(body), length, masked_crc32c(payload), body[length:], path, index, offset)
     return payload
@@ -438,11 +433,8 @@ def iter_records(
 
 def verify(path: str | os.PathLike, compression: str | None = None) -> int:
     """Check every record of a TFRecord file, streaming (small memory); return how many.
-
-    Raises:
-        RecordError: at the first damaged record, naming the file, index and byte offset.
-        ValueError, FileNotFoundError: as :func:`iter_records`.
-    """
+    RecordError at the first damaged record, naming the file, index and byte offset;
+    ValueError, FileNotFoundError as :func:`iter_records`."""
     return sum(1 for _ in _records(Path(path), check_compression(compression), None))
 
 
@@ -450,11 +442,8 @@ def detect_compression(path: str | os.PathLike) -> str | None:
     """Tell from its first bytes how a record file is stored: ``None``, ``"GZIP"`` or ``"ZLIB"``.
 
     A valid first record header (or an empty file) means plain; else the GZIP magic means
-    GZIP and a valid zlib header means ZLIB. Shown in notebook 06.
-
-    Raises:
-        RecordError: for a non-empty file that is none of the three (record 0, byte 0).
-        FileNotFoundError: if the file does not exist.
+    GZIP and a valid zlib header means ZLIB. Shown in notebook 06. RecordError for a non-empty
+    file that is none of the three (record 0, byte 0); FileNotFoundError if there is no file.
     """
     with open(path, "rb") as stream:
         start = stream.read(_HEADER_SIZE)

@@ -29,10 +29,8 @@ def permutation(num_records: int, seed: int, epoch: int = 0) -> np.ndarray:
 
     The same ``(seed, epoch)`` gives the same permutation, any other pair an independent one
     (``default_rng([seed, epoch])``): pass a new ``epoch`` for each pass over the data.
-
-    Raises:
-        TypeError: for an argument that is not an int (``None`` included; NumPy ints are fine).
-        ValueError: for a negative argument.
+    TypeError for an argument that is not an int (``None`` included; NumPy ints are fine),
+    ValueError for a negative one.
     """
     num_records = check_int(num_records, "num_records", minimum=0)
     seed = check_seed(seed)
