@@ -42,13 +42,9 @@ class _MissingFile(VOCError, FileNotFoundError):
 
 def colormap() -> np.ndarray:
     """The VOC palette, uint8 (256, 3), index to RGB colour. Shown in notebook 01."""
-    indices = np.arange(256)
-    colours = np.zeros((256, 3), dtype=np.uint8)
-    for group in range(3):
-        bits = indices >> (3 * group)
-        for channel in range(3):
-            colours[:, channel] |= (((bits >> channel) & 1) << (7 - group)).astype(np.uint8)
-    return colours
+    # Bit 3 * g + c of an index sets bit 7 - g of colour channel c (g = 0, 1, 2; c = R, G, B).
+    bits = (np.arange(256)[:, None, None] >> (3 * np.arange(3)[:, None] + np.arange(3))) & 1
+    return (bits << (7 - np.arange(3))[:, None]).sum(axis=1).astype(np.uint8)
 
 
 def sample_root() -> Path:
