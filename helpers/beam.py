@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from helpers import records, voc
-from helpers._checks import check_compression, check_seed
+from helpers._checks import check_compression
 from helpers.index import build_index
 from helpers.voc_records import _check_task, record_payload, split_order
 
@@ -108,8 +108,6 @@ def convert_with_beam(
     _check_task(task, encoding)
     paths = records._shard_paths(out_prefix, num_shards, compression, index)
     compression = check_compression(compression)
-    if shuffle_seed is not None:
-        check_seed(shuffle_seed)
     if isinstance(beam_options, str) or not all(isinstance(o, str) for o in beam_options):
         raise TypeError(f"beam_options must be a list of strings, got {beam_options!r}")
     with records._output_folder(out_prefix):

@@ -190,12 +190,11 @@ def _finish_interrupted(folder: Path, fd: int) -> None:
 
 
 def _is_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)  # PermissionError: alive, another user's
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        pass
+    with contextlib.suppress(PermissionError):  # alive, another user's
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
     return True
 
 

@@ -12,7 +12,6 @@ from PIL import Image
 from tqdm import tqdm
 
 from helpers import voc
-from helpers._checks import check_int
 from helpers.describe import _example_bytes
 from helpers.records import _output_folder, write_sharded
 
@@ -122,7 +121,6 @@ def convert_split(
     if a shard exists and not ``overwrite``; VOCError for a bad split or pair (naming the id and
     file); TypeError or ValueError for a bad ``num_shards``, ``encoding`` or ``compression``."""
     _check_task(task, encoding)
-    num_shards = check_int(num_shards, "num_shards", minimum=1)
 
     def payloads() -> Iterator[bytes]:  # runs only once write_sharded has checked the names
         ids = split_order(voc_root, split, task, shuffle_seed)
