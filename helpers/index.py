@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import bisect
 import mmap
+import operator
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -26,6 +27,8 @@ _HEADER_SIZE = records._HEADER_SIZE
 _HEADER_AT, _FOOTER_AT = records._HEADER.unpack_from, records._CRC.unpack_from
 _CRC32C = google_crc32c.value
 _FRAME_SIZE = _HEADER_SIZE + records._FOOTER_SIZE  # what a record adds to its payload
+_HEADER_BYTES, _FOOTER_BYTES = np.arange(_HEADER_SIZE), np.arange(-4, 0)  # from start, from end
+_identity = operator.attrgetter("st_size", "st_ino")  # of os.stat: a changed or replaced file
 
 
 def build_index(path: str | os.PathLike) -> np.ndarray:
@@ -60,12 +63,6 @@ def build_index(path: str | os.PathLike) -> np.ndarray:
     return np.array(starts, dtype=np.int64)
 
 
-def _identity(path: Path) -> tuple[int, int]:
-    """``(size, inode)``: what tells that a file changed or was replaced since."""
-    stat = os.stat(path)
-    return stat.st_size, stat.st_ino
-
-
 def _boundaries(path: Path, size: int) -> np.ndarray:
     """The boundaries in ``<path>.index`` if it describes this file, else :func:`build_index`'s."""
     try:
@@ -90,10 +87,8 @@ class RecordView:
     :class:`~helpers.records.RecordError`, never wrong bytes (one cut short *during* a read can
     still kill the process with SIGBUS). Memory: 8 bytes per record. It is a random-access
     source for Grain and a map-style dataset for PyTorch, and pickles into their workers,
-    which reopen the files. Shown in notebooks 04 and 05.
-
-    Args:
-        paths: one file or a sequence of files. progress: a bar on stderr while indexing.
+    which reopen the files. Shown in notebooks 04 and 05. ``paths``: one file or a sequence of
+    files; ``progress``: a bar on stderr while indexing.
 
     Raises:
         ValueError, RecordError, FileNotFoundError: while indexing, as :func:`build_index`.
@@ -104,7 +99,7 @@ class RecordView:
 
         single = isinstance(paths, (str, os.PathLike))
         self.paths = [Path(paths)] if single else [Path(p) for p in paths]
-        self._stats = [_identity(p) for p in self.paths]
+        self._stats = [_identity(os.stat(p)) for p in self.paths]
         bar = tqdm(self.paths, "indexing", disable=not progress)
         bounds = [_boundaries(p, size) for p, (size, _) in zip(bar, self._stats, strict=True)]
         self._first = np.cumsum([0] + [len(b) - 1 for b in bounds])  # first number per file
@@ -126,7 +121,7 @@ class RecordView:
         """RecordError for a file that another has replaced, or that changed size."""
         for file in files:
             path, (size, inode) = self.paths[file], self._stats[file]
-            if (now := _identity(path)) != (size, inode):
+            if (now := _identity(os.stat(path))) != (size, inode):
                 change = "was replaced" if now[1] != inode else f"is now {now[0]} bytes"
                 reason = f"the file {change} since the view opened it ({size} bytes)"
                 raise RecordError(path, 0, 0, reason + ": open a new view")
@@ -150,41 +145,54 @@ class RecordView:
                 return self.__getitems__([key])  # raises the IndexError
             self._check_files([file])
             start, end = self._bounds[number + file : number + file + 2].tolist()
-            return self._read(file, number, start, end)
+            data, mask = self._maps[file], records._mask  # the checks, inlined: 2x faster
+            (length, length_crc), (crc,) = _HEADER_AT(data, start), _FOOTER_AT(data, end - 4)
+            payload = data[start + _HEADER_SIZE : end - 4]
+            if (mask(_CRC32C(data[start : start + 8])) != length_crc or length != len(payload)
+                    or mask(_CRC32C(payload)) != crc):  # fmt: skip
+                self._damaged(file, number, start, end)
+            return payload
         if isinstance(key, (str, bytes, slice)) or not hasattr(key, "__len__"):
             raise TypeError(f"a record number or a sequence of them, not {type(key).__name__}")
         return self.__getitems__(key)
 
     def __getitems__(self, numbers) -> list[bytes]:
-        """The payloads of ``numbers``, in the order given (what Grain and PyTorch call)."""
-        numbers = np.asarray(numbers, dtype=np.int64).reshape(-1)
-        if ((numbers < -len(self)) | (numbers >= len(self))).any():
-            bad = numbers[(numbers < -len(self)) | (numbers >= len(self))][0]
-            raise IndexError(f"record {bad} out of range: {len(self)} records in "
-                             f"{len(self.paths)} file(s)")  # fmt: skip
-        numbers %= max(len(self), 1)
+        """The payloads of ``numbers``, in the order given (what Grain and PyTorch call). NumPy
+        reads every header and stored CRC at once; then each payload is one slice and one CRC."""
+        numbers, n = np.asarray(numbers, dtype=np.int64).reshape(-1), len(self)
+        if numbers.size and not -n <= numbers.min() <= numbers.max() < n:
+            bad = numbers[(numbers < -n) | (numbers >= n)][0]
+            raise IndexError(f"record {bad} out of range: {n} records in {len(self.paths)} file(s)")
+        numbers %= max(n, 1)
         files = np.searchsorted(self._first, numbers, side="right") - 1
-        self._check_files(np.unique(files).tolist())
-        starts = self._bounds[numbers + files].tolist()
-        ends = self._bounds[numbers + files + 1].tolist()
-        where = zip(files.tolist(), numbers.tolist(), starts, ends, strict=True)
-        return [self._read(*place) for place in where]
+        self._check_files(used := np.flatnonzero(np.bincount(files)).tolist())
+        starts, ends = self._bounds[numbers + files], self._bounds[numbers + files + 1]
+        frames = np.empty((len(numbers), _FRAME_SIZE), np.uint8)  # each header, then footer
+        for file, mine in ((f, np.flatnonzero(files == f)) for f in used):  # maps not held on to
+            at = np.hstack([starts[mine, None] + _HEADER_BYTES, ends[mine, None] + _FOOTER_BYTES])
+            frames[mine] = np.frombuffer(self._maps[file], np.uint8)[at]
+        lengths, stored = frames[:, :8].copy().view("<u8")[:, 0], frames[:, 8:].view("<u4")
+        # A header's CRC covers only its length: one CRC per distinct length checks them all.
+        sizes, which = np.unique(lengths, return_inverse=True)
+        length_crcs = [records.masked_crc32c(size.to_bytes(8, "little")) for size in sizes.tolist()]
+        bad = (lengths != (ends - starts - _FRAME_SIZE).astype(np.uint64)) | (
+            np.array(length_crcs, np.uint32)[which.reshape(-1)] != stored[:, 0])  # fmt: skip
+        maps, where = self._maps, zip(files.tolist(), starts.tolist(), ends.tolist(), strict=True)
+        payloads = [maps[file][start + _HEADER_SIZE : end - 4] for file, start, end in where]
+        crcs = np.fromiter(map(_CRC32C, payloads), np.int64, len(payloads))
+        bad |= records._mask(crcs) != stored[:, 1]  # _mask works on NumPy arrays too
+        for k in np.flatnonzero(bad)[:1].tolist():  # the careful path names the damage
+            self._damaged(int(files[k]), int(numbers[k]), int(starts[k]), int(ends[k]))
+        return payloads
 
-    def _read(self, file: int, number: int, start: int, end: int) -> bytes:
-        """The payload of record ``number`` (of the view) at ``[start, end)`` of ``file``."""
-        data, mask = self._maps[file], records._mask  # the checks, inlined: 2x faster
-        (length, length_crc), (payload_crc,) = _HEADER_AT(data, start), _FOOTER_AT(data, end - 4)
-        payload = data[start + _HEADER_SIZE : end - 4]
-        if (mask(_CRC32C(data[start : start + 8])) != length_crc or length != len(payload)
-                or mask(_CRC32C(payload)) != payload_crc):  # fmt: skip
-            # The careful path: the same checks again, raising a RecordError that names the damage.
-            path, index = self.paths[file], number - self._firsts[file]
-            length = check_header(data[start : start + _HEADER_SIZE], path, index, start)
-            if length != end - start - _FRAME_SIZE:
-                reason = f"header says {length} payload bytes, the index {len(payload)}"
-                raise RecordError(path, index, start, reason + ": the file changed since indexing")
-            check_payload(data[start + _HEADER_SIZE : end], length, path, index, start)
-        return payload
+    def _damaged(self, file: int, number: int, start: int, end: int) -> None:
+        """The careful path, for a record that failed a fast check: a RecordError naming why."""
+        data, path, index = self._maps[file], self.paths[file], number - self._firsts[file]
+        length = check_header(data[start : start + _HEADER_SIZE], path, index, start)
+        if length != end - start - _FRAME_SIZE:
+            reason = f"header says {length} payload bytes, the index {end - start - _FRAME_SIZE}"
+            raise RecordError(path, index, start, reason + ": the file changed since indexing")
+        check_payload(data[start + _HEADER_SIZE : end], length, path, index, start)
 
     def __getstate__(self) -> dict:  # for worker processes: the index, not the open maps
         return {k: v for k, v in self.__dict__.items() if k != "_maps"}

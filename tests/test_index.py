@@ -321,3 +321,30 @@ def test_the_index_holds_eight_bytes_per_record_and_the_records_stay_on_disk(tmp
     with track_peak_memory() as peak, RecordView(paths) as view:
         assert view.index_nbytes == 8 * (20_000 + 4)
     assert peak.peak_increase_mib < 8  # the files hold 20 MB
+
+
+@pytest.mark.parametrize(
+    ("where", "reason"),
+    [
+        (0, "length CRC mismatch"),  # a length byte: the header no longer matches its CRC
+        (9, "length CRC mismatch"),  # a byte of the stored length CRC
+        (12, "payload CRC mismatch"),  # the first payload byte
+        (15, "payload CRC mismatch"),  # a byte of the stored payload CRC (3-byte payload)
+    ],
+)
+def test_a_batch_checks_every_header_and_payload_like_a_single_read(tfrecord, where, reason):
+    """The batch path reads headers and CRCs with NumPy: any damaged byte still names the record."""
+    offsets = expected_boundaries(PAYLOADS)
+    assert len(PAYLOADS[7]) == 3
+    with RecordView(tfrecord) as view:
+        assert view[list(range(40))[::-1]] == PAYLOADS[::-1]
+        flip_byte(tfrecord, offsets[7] + where)
+        errors = []
+        for read in (lambda: view[list(range(40))[::-1]], lambda: view[[7]], lambda: view[7]):
+            with pytest.raises(RecordError) as caught:
+                read()
+            errors.append(caught.value)
+        assert view[[6, 8]] == [PAYLOADS[6], PAYLOADS[8]]  # the others still read
+    for error in errors:
+        assert (error.path, error.index, error.offset) == (str(tfrecord), 7, offsets[7])
+        assert error.reason.startswith(reason), error.reason
