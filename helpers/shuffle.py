@@ -10,9 +10,10 @@ No TensorFlow is imported until a dataset is made.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import os
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -61,8 +62,7 @@ def global_shuffle_dataset(
     ``benchmarks/bench_shuffle.py`` compares it with sequential reading.
 
     Raises:
-        TypeError: for a ``seed``, ``read_batch``, ``parallel_reads`` or ``batch_size`` that
-            is not an int.
+        TypeError: for a ``seed``, ``read_batch``, ``parallel_reads`` or ``batch_size`` not an int.
         ValueError: for a negative seed, a ``read_batch``, ``parallel_reads`` or ``batch_size``
             below 1, or a GZIP/ZLIB file (it cannot be indexed).
         RecordError: while indexing, for a damaged header (file, record, byte offset).
@@ -78,26 +78,26 @@ def global_shuffle_dataset(
     if parallel_reads is not None:
         parallel_reads = check_int(parallel_reads, "parallel_reads", minimum=1)
     view = RecordView(files)
-    passes = itertools.count()
+    passes = itertools.count() if reshuffle_each_iteration else itertools.repeat(0)
 
-    def id_slices() -> Iterator[np.ndarray]:
-        epoch = next(passes) if reshuffle_each_iteration else 0
-        order = permutation(len(view), seed, epoch)
-        for start in range(0, len(order), read_batch):
-            yield order[start : start + read_batch]
+    @functools.lru_cache(maxsize=1)  # the permutation of the pass being read: 8 bytes a record
+    def order(epoch: int) -> np.ndarray:
+        return permutation(len(view), seed, epoch)
 
-    def read(ids: np.ndarray) -> np.ndarray:
-        return np.array(view[ids], dtype=object).reshape(-1)
+    def read(epoch: np.ndarray, start: np.ndarray) -> np.ndarray:
+        return np.array(view[order(int(epoch))[start : start + read_batch]], dtype=object)
 
-    def read_op(ids: tf.Tensor) -> tf.Tensor:
-        records = tf.numpy_function(read, [ids], tf.string, stateful=False)
-        records.set_shape([None])
-        return records
+    def read_op(epoch: tf.Tensor, start: tf.Tensor) -> tf.Tensor:
+        records = tf.numpy_function(read, [epoch, start], tf.string, stateful=False)
+        return tf.ensure_shape(records, [None])
 
-    spec = tf.TensorSpec(shape=[None], dtype=tf.int64)
-    ids = tf.data.Dataset.from_generator(id_slices, output_signature=spec)
+    def slices(epoch: tf.Tensor) -> tf.data.Dataset:  # Python runs once a pass, tf.data per slice
+        return tf.data.Dataset.range(0, len(view), read_batch).map(lambda start: (epoch, start))
+
+    spec = tf.TensorSpec(shape=[], dtype=tf.int64)
+    epochs = tf.data.Dataset.from_generator(lambda: [next(passes)], output_signature=spec)
     parallel = parallel_reads or tf.data.AUTOTUNE
-    records = ids.map(read_op, num_parallel_calls=parallel, deterministic=True)
+    records = epochs.flat_map(slices).map(read_op, num_parallel_calls=parallel, deterministic=True)
     if batch_size is None:
         records = records.unbatch()
     count = len(view) if batch_size is None else -(-len(view) // batch_size)
