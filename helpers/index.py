@@ -176,7 +176,7 @@ class RecordView:
         sizes, which = np.unique(lengths, return_inverse=True)
         length_crcs = [records.masked_crc32c(size.to_bytes(8, "little")) for size in sizes.tolist()]
         bad = (lengths != (ends - starts - _FRAME_SIZE).astype(np.uint64)) | (
-            np.array(length_crcs, np.uint32)[which.reshape(-1)] != stored[:, 0])  # fmt: skip
+            np.array(length_crcs, np.uint32)[which] != stored[:, 0])  # fmt: skip
         maps, where = self._maps, zip(files.tolist(), starts.tolist(), ends.tolist(), strict=True)
         payloads = [maps[file][start + _HEADER_SIZE : end - 4] for file, start, end in where]
         crcs = np.fromiter(map(_CRC32C, payloads), np.int64, len(payloads))

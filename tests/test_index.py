@@ -156,7 +156,10 @@ def test_a_batch_may_be_any_sequence_of_numbers_even_none(tfrecord):
         assert view[(3,)] == view.__getitems__(np.int64(3)) == [PAYLOADS[3]]
         assert view[np.array([[9, 0], [3, 2]])] == [PAYLOADS[i] for i in (9, 0, 3, 2)]
         for key in ("3", b"3", slice(0, 2), 3.0, None):
-            with pytest.raises(TypeError, match="a record number or a sequence of them"):
+            kind = type(key).__name__
+            with pytest.raises(
+                TypeError, match=f"a record number or a sequence of them, not {kind}"
+            ):
                 view[key]
 
 
@@ -295,8 +298,13 @@ def test_a_replaced_or_resized_file_is_named_before_a_batch_is_read(tmp_path):
     with RecordView(path) as view:
         with open(path, "ab") as stream:
             stream.write(b"more")
-        with pytest.raises(RecordError, match=r"is now \d+ bytes since the view opened it"):
+        with pytest.raises(RecordError) as caught:
             view[[1, 2]]
+    size = path.stat().st_size
+    assert (caught.value.path, caught.value.index, caught.value.offset) == (str(path), 0, 0)
+    assert caught.value.reason == (
+        f"the file is now {size} bytes since the view opened it ({size - 4} bytes): open a new view"
+    )
 
 
 _WORKER = """
@@ -348,3 +356,35 @@ def test_a_batch_checks_every_header_and_payload_like_a_single_read(tfrecord, wh
     for error in errors:
         assert (error.path, error.index, error.offset) == (str(tfrecord), 7, offsets[7])
         assert error.reason.startswith(reason), error.reason
+
+
+def test_the_first_and_last_records_read_by_positive_and_negative_numbers(tmp_path, tfrecord):
+    with RecordView(tfrecord) as view:
+        n = len(view)
+        for number, expected in [
+            (0, 0),
+            (n - 1, n - 1),
+            (-1, n - 1),
+            (-n, 0),
+            (np.int64(-2), n - 2),
+        ]:
+            assert view[number] == PAYLOADS[expected], number  # bytes, not a list
+        assert view[[0, -1, -n]] == [PAYLOADS[0], PAYLOADS[-1], PAYLOADS[0]]
+        # The error names the number that is out of range, not a valid one beside it.
+        with pytest.raises(IndexError, match=f"^record {n} out of range: {n} records in 1 file"):
+            view[[-n, n]]
+        with pytest.raises(IndexError, match=f"^record {-n - 1} out of range"):
+            view[-n - 1]
+    one = tmp_path / "one.tfrecord"
+    write_records(one, [b"only"])
+    with RecordView(one) as view:
+        assert view[-1] == view[0] == b"only" and view[[-1, 0]] == [b"only", b"only"]
+
+
+def test_a_damaged_first_record_is_named_like_any_other(tfrecord):
+    assert PAYLOADS[0] == b""
+    flip_byte(tfrecord, 12)  # record 0 is empty: bytes 12-15 are its payload CRC
+    with RecordView(tfrecord) as view:
+        for read in (lambda: view[0], lambda: view[[1, 0]]):
+            with pytest.raises(RecordError, match="record 0 at byte 0: payload CRC mismatch"):
+                read()
