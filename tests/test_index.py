@@ -3,6 +3,7 @@
 import os
 import pickle
 import re
+import struct
 import subprocess
 import sys
 
@@ -12,7 +13,7 @@ import pytest
 from helpers import index
 from helpers.index import RecordView, build_index
 from helpers.memory import track_peak_memory
-from helpers.records import RecordError, iter_records, write_records, write_sharded
+from helpers.records import RecordError, iter_records, masked_crc32c, write_records, write_sharded
 
 PAYLOADS = [bytes([i]) * (i * 7 % 23) for i in range(40)]  # varied lengths, empty ones too
 
@@ -137,7 +138,8 @@ def test_compressed_files_are_refused_clearly(tmp_path, compression):
         build_index(path)
     with pytest.raises(ValueError, match="cannot be indexed"):
         RecordView([path])
-    path.with_name(path.name + ".index").write_text("0 30\n")  # an index does not change that
+    size = path.stat().st_size  # an index file, even one that fits the size, does not change that
+    path.with_name(path.name + ".index").write_text(f"0 {size}\n")
     with pytest.raises(ValueError, match="cannot be indexed"):
         RecordView([path])
 
@@ -388,3 +390,17 @@ def test_a_damaged_first_record_is_named_like_any_other(tfrecord):
         for read in (lambda: view[0], lambda: view[[1, 0]]):
             with pytest.raises(RecordError, match="record 0 at byte 0: payload CRC mismatch"):
                 read()
+
+
+def test_indexing_refuses_a_record_longer_than_a_read_may_hold(tmp_path):
+    """A header may claim any length with a valid CRC: the limit is named, not the file's end."""
+    length = struct.pack("<Q", 300 << 20)
+    path = tmp_path / "huge.tfrecord"
+    write_records(path, [b"first"])
+    path.write_bytes(path.read_bytes() + length + struct.pack("<I", masked_crc32c(length)) + b"x")
+    with pytest.raises(RecordError) as caught:
+        build_index(path)
+    assert (caught.value.index, caught.value.offset) == (1, 16 + 5)
+    assert f"claims {300 << 20:,} bytes, more than max_record_bytes=268,435,456" in str(
+        caught.value
+    )
