@@ -121,6 +121,9 @@ def test_batches_of_records_come_in_the_same_order_with_their_count_known(tmp_pa
     batches = [[RECORD.unpack(x)[0] for x in batch] for batch in dataset.as_numpy_iterator()]
     assert [len(b) for b in batches] == [256, 256, 256, 232]
     assert sum(batches, []) == permutation(1_000, 2).tolist()
+    ones = global_shuffle_dataset(files, seed=2, batch_size=1)  # the smallest batch there is
+    assert [len(batch) for batch in ones.take(3).as_numpy_iterator()] == [1, 1, 1]
+    assert int(ones.cardinality()) == 1_000
 
 
 def test_read_batch_and_parallel_reads_do_not_change_the_order(tmp_path):
@@ -146,6 +149,8 @@ def test_dataset_of_sorted_records_has_no_order_left_and_balanced_labels(tmp_pat
         ({"seed": None}, TypeError, "seed must be an int"),
         ({"seed": 1, "read_batch": 0}, ValueError, "read_batch must be at least 1"),
         ({"seed": 1, "parallel_reads": 0}, ValueError, "parallel_reads must be at least 1"),
+        ({"seed": 1, "batch_size": 0}, ValueError, "batch_size must be at least 1"),
+        ({"seed": 1, "batch_size": "8"}, TypeError, "batch_size must be an int"),
     ],
 )
 def test_dataset_refuses_bad_arguments(tmp_path, kwargs, error, message):
