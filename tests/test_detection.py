@@ -15,9 +15,9 @@ from PIL import Image
 from helpers import voc
 from helpers.notebook import prepare_tensorflow
 
-prepare_tensorflow(
-    deterministic_ops=False
-)  # process-wide: would hide a tf.data order bug elsewhere
+# Op determinism is process-wide: on, it would make tf.data ignore deterministic=False in
+# every test of this worker (and hide an order bug in helpers.shuffle).
+prepare_tensorflow(deterministic_ops=False)
 import tensorflow as tf  # noqa: E402
 
 from helpers.detection import detection_example, detection_spec, parse_detection  # noqa: E402
