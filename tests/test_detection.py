@@ -284,7 +284,7 @@ def test_a_missing_annotation_names_the_id_and_file(root: Path):
 def test_a_photo_whose_size_differs_from_the_xml_is_refused(root: Path):
     path = voc.image_path(root, "two_horses")
     Image.open(path).resize((250, 188)).save(path, format="JPEG")
-    assert "is 250x188, annotation says 500x375" in refused(root, "two_horses")
+    assert f"is 250x188, annotation says 500x375: {path}" in refused(root, "two_horses")
 
 
 def test_a_photo_that_is_not_a_jpeg_file_is_refused(root: Path):

@@ -358,7 +358,7 @@ def test_an_absurd_length_with_a_valid_crc_is_refused_by_readers_and_a_truncatio
     )
     with pytest.raises(RecordError) as caught:
         verify(path, compression)
-    assert (caught.value.index, caught.value.offset) == where
+    assert (caught.value.path, caught.value.index, caught.value.offset) == (str(path), *where)
     assert caught.value.reason == f"file ends inside the payload (16 of {2**60} bytes)"
 
 

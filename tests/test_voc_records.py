@@ -428,3 +428,17 @@ def test_a_failed_conversion_removes_only_the_folders_it_made(voc_root, tmp_path
             convert_split(voc_root, "train", prefix, 2, progress=False)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["VOC2012", "mine"]
     assert [p.name for p in mine.iterdir()] == ["notes.txt"]
+
+
+def test_convert_split_with_index_writes_each_shards_offsets_beside_it(voc_root, tmp_path):
+    from helpers.index import RecordView, build_index
+
+    paths = convert_split(voc_root, "trainval", tmp_path / "tv", 2, progress=False, index=True)
+    for path in paths:
+        starts, sizes = np.loadtxt(path.with_name(path.name + ".index"), np.int64, ndmin=2).T
+        assert starts.tolist() == build_index(path)[:-1].tolist()
+        assert (starts + sizes).tolist() == build_index(path)[1:].tolist()
+    assert RecordView(paths)[[0, -1]] == [
+        next(iter_records(paths[0])),
+        list(iter_records(paths[1]))[-1],
+    ]
