@@ -315,10 +315,8 @@ def _shard_paths(prefix: str | os.PathLike, num_shards, compression=None, index=
     prefix, suffix = Path(prefix), _SUFFIX[check_compression(compression)]
     if index and compression:
         raise ValueError(f"index=True needs plain files: a {compression} file cannot be indexed")
-    return [
-        prefix.with_name(f"{prefix.name}-{i:05d}-of-{num_shards:05d}{suffix}")
-        for i in range(num_shards)
-    ]
+    names = (f"{prefix.name}-{i:05d}-of-{num_shards:05d}{suffix}" for i in range(num_shards))
+    return [prefix.with_name(name) for name in names]
 
 
 def write_sharded(
@@ -354,25 +352,20 @@ class _Inflater(io.RawIOBase):
     def __init__(self, path: Path, compression: str):
         self.file = open(path, "rb")
         self.inflate = zlib.decompressobj(_WBITS[compression])
-        self.pending = memoryview(b"")
 
     def readable(self) -> bool:
         return True
 
-    def readinto(self, buffer) -> int:
-        while not self.pending:
-            if self.inflate.unconsumed_tail:
-                data = self.inflate.unconsumed_tail
-            elif self.inflate.eof:
-                if self.inflate.unused_data or self.file.read(1):
-                    raise EOFError("unexpected data after the end of the compressed stream")
-                return 0
-            elif not (data := self.file.read(_BUFFER)):
+    def readinto(self, buffer) -> int:  # at most len(buffer) bytes inflated, straight into it
+        while not self.inflate.eof:
+            if not (data := self.inflate.unconsumed_tail or self.file.read(_BUFFER)):
                 raise EOFError("the compressed stream ends early")
-            self.pending = memoryview(self.inflate.decompress(data, _BUFFER))
-        size = min(len(buffer), len(self.pending))
-        buffer[:size], self.pending = self.pending[:size], self.pending[size:]
-        return size
+            if piece := self.inflate.decompress(data, len(buffer)):
+                buffer[: len(piece)] = piece
+                return len(piece)
+        if self.inflate.unused_data or self.file.read(1):
+            raise EOFError("unexpected data after the end of the compressed stream")
+        return 0
 
     def close(self) -> None:
         self.file.close()
