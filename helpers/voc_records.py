@@ -29,19 +29,21 @@ _SCHEMAS = {
 ENCODINGS: tuple[str, ...] = tuple(_SCHEMAS)
 
 
-def _schema(encoding: object) -> dict[str, str]:
-    if encoding not in _SCHEMAS:
+def _check_task(task: object, encoding: object = "raw") -> None:
+    if task not in ("segmentation", "detection"):
+        raise ValueError(f"task must be 'segmentation' or 'detection', got {task!r}")
+    if task == "segmentation" and encoding not in _SCHEMAS:
         raise ValueError(f"encoding must be 'raw' or 'encoded', got {encoding!r}")
-    return _SCHEMAS[encoding]
 
 
 def feature_spec(encoding: str) -> dict:
     """``{key: tf.io.FixedLenFeature([], dtype)}`` of a schema (notebook 02, "Parse the records
     back with a feature spec"). ValueError if ``encoding`` is not "raw" or "encoded"."""
-    schema = _schema(encoding)
+    _check_task("segmentation", encoding)
     import tensorflow as tf
 
     dtypes = {"int64": tf.int64, "bytes": tf.string}
+    schema = _SCHEMAS[encoding]
     return {k: tf.io.FixedLenFeature([], dtypes[schema[k]], _OPTIONAL.get(k)) for k in schema}
 
 
@@ -51,13 +53,6 @@ def voc_example(root: str | os.PathLike, image_id: str, encoding: str = "raw"):
     import tensorflow as tf
 
     return tf.train.Example.FromString(record_payload(root, image_id, "segmentation", encoding))
-
-
-def _check_task(task: object, encoding: object = "raw") -> None:
-    if task not in ("segmentation", "detection"):
-        raise ValueError(f"task must be 'segmentation' or 'detection', got {task!r}")
-    if task == "segmentation":
-        _schema(encoding)
 
 
 def split_order(
