@@ -7,8 +7,9 @@ import math
 import tokenize
 
 import numpy as np
+from numpy.lib import format as npy
 
-_MAGIC = np.lib.format.MAGIC_PREFIX  # b"\x93NUMPY", the first six bytes of every .npy file
+_MAGIC = npy.MAGIC_PREFIX  # b"\x93NUMPY", the first six bytes of every .npy file
 
 
 def pack(array: np.ndarray) -> bytes:
@@ -36,12 +37,10 @@ def unpack(blob: bytes | bytearray | memoryview) -> np.ndarray:
         expected = f"expected the magic {_MAGIC!r}, found {blob[:6]!r}"
         raise ValueError(f"{problem} .npy bytes ({size}): {expected}")
     try:
-        version = np.lib.format.read_magic(stream)
+        version = npy.read_magic(stream)
         if version not in ((1, 0), (2, 0), (3, 0)):  # 2.0 and 3.0 read their header alike
             raise ValueError(f"format version {version} is not one of (1, 0), (2, 0), (3, 0)")
-        read_header = np.lib.format.read_array_header_1_0
-        if version != (1, 0):
-            read_header = np.lib.format.read_array_header_2_0
+        read_header = npy.read_array_header_1_0 if version == (1, 0) else npy.read_array_header_2_0
         shape, _, dtype = read_header(stream)
     except (ValueError, TypeError, SyntaxError, tokenize.TokenError) as error:  # NumPy parses text
         problem = "truncated" if str(error).startswith("EOF") else "unreadable"
@@ -50,10 +49,8 @@ def unpack(blob: bytes | bytearray | memoryview) -> np.ndarray:
         raise ValueError(f"refused .npy bytes ({size}): dtype {dtype} holds pickled Python objects")
     start, needed = stream.tell(), dtype.itemsize * math.prod(shape)
     if (found := len(blob) - start) != needed:
-        raise ValueError(
-            f"{'truncated' if found < needed else 'too long'} .npy bytes ({size}): the header "
-            f"says dtype {dtype.str} and shape {shape}, so {needed:,} data bytes after byte "
-            f"{start:,}; found {found:,}"
-        )
+        problem = f"{'truncated' if found < needed else 'too long'} .npy bytes ({size})"
+        says = f"the header says dtype {dtype.str} and shape {shape}, so {needed:,} data bytes"
+        raise ValueError(f"{problem}: {says} after byte {start:,}; found {found:,}")
     stream.seek(0)
     return np.load(stream, allow_pickle=False)
