@@ -72,13 +72,11 @@ def write_day(
     not finite, frames not JPEG or of two sizes; FileExistsError (``overwrite`` replaces)."""
     labels, stamps = _check_day(str(path), jpegs, labels, timestamps)
     frames = zip(jpegs, stamps.tolist(), labels.tolist(), strict=True)
-    examples = (
-        _example_bytes(
-            {_ENCODED: ("bytes", [jpeg]), _TIMESTAMP: ("int64", [stamp]), _LABELS: ("float", row)}
-        )
+    features = (
+        {_ENCODED: ("bytes", [jpeg]), _TIMESTAMP: ("int64", [stamp]), _LABELS: ("float", row)}
         for jpeg, stamp, row in frames
     )
-    return write_records(path, examples, overwrite=overwrite)
+    return write_records(path, map(_example_bytes, features), overwrite=overwrite)
 
 
 def _parsed(where: str, parse, *args, **kwargs):
