@@ -1,7 +1,5 @@
 """Argument checks shared by every module: the same mistake gives the same message."""
 
-from __future__ import annotations
-
 import numbers
 
 

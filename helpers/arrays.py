@@ -1,7 +1,5 @@
 """An array as bytes in ``.npy`` format (notebook 01, "Keep dtype and shape with the bytes")."""
 
-from __future__ import annotations
-
 import io
 import math
 import tokenize

@@ -4,8 +4,6 @@ Notebook 08 shows its shards byte-identical to :func:`helpers.voc_records.conver
 Imports no Beam or TensorFlow at import.
 """
 
-from __future__ import annotations
-
 import builtins
 import contextlib
 import io

@@ -1,7 +1,5 @@
 """``python -m helpers convert-voc | verify | inspect`` (notebook 06); see :func:`main`."""
 
-from __future__ import annotations
-
 import argparse
 import functools
 import itertools

@@ -1,7 +1,5 @@
 """Describe the records of an unknown TFRecord file without TensorFlow (notebook 06)."""
 
-from __future__ import annotations
-
 import functools
 import math
 import os

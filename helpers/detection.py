@@ -1,7 +1,5 @@
 """VOC boxes as ``tf.train.Example`` records with the Object Detection API's keys (notebook 09)."""
 
-from __future__ import annotations
-
 import hashlib
 import os
 

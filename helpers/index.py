@@ -8,14 +8,13 @@ ours). :class:`RecordView` hands out any record by its number. GZIP and ZLIB fil
 indexed: reaching record ``i`` there means decompressing everything before it.
 """
 
-from __future__ import annotations
-
 import bisect
 import mmap
 import operator
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Self
 
 import google_crc32c
 import numpy as np
@@ -80,15 +79,14 @@ def _boundaries(path: Path, size: int) -> np.ndarray:
 class RecordView:
     """Any record of one or several plain TFRecord files, by its number: ``view[i]``.
 
-    Records are numbered across ``paths`` in order. ``len(view)`` comes from each file's
-    ``.index`` or one header walk; ``view[i]`` is a payload, ``view[[i, j]]`` (Grain's
-    ``__getitems__``) a list. Reads come from memory maps and check both CRCs, and that no
-    file was replaced or resized since the view opened: a changed file is a
-    :class:`~helpers.records.RecordError`, never wrong bytes (one cut short *during* a read can
-    still kill the process with SIGBUS). Memory: 8 bytes per record. It is a random-access
-    source for Grain and a map-style dataset for PyTorch, and pickles into their workers,
-    which reopen the files. Shown in notebooks 04 and 05. ``paths``: one file or a sequence of
-    files; ``progress``: a bar on stderr while indexing.
+    Records are numbered across ``paths`` in order. ``len(view)`` comes from each file's ``.index``
+    or one header walk; ``view[i]`` is a payload, ``view[[i, j]]`` (Grain's ``__getitems__``) a
+    list. Reads come from memory maps and check both CRCs, and that no file was replaced or resized
+    since the view opened: a changed file is a :class:`~helpers.records.RecordError`, never wrong
+    bytes (one cut short *during* a read can still kill the process with SIGBUS). Memory: 8 bytes
+    per record. It is a random-access source for Grain and a map-style dataset for PyTorch, and
+    pickles into their workers, which reopen the files. Shown in notebooks 04 and 05. ``paths``: one
+    file or a sequence of files; ``progress``: a bar on stderr while indexing.
 
     Raises:
         ValueError, RecordError, FileNotFoundError: while indexing, as :func:`build_index`.
@@ -207,7 +205,7 @@ class RecordView:
             if isinstance(data, mmap.mmap):
                 data.close()
 
-    def __enter__(self) -> RecordView:
+    def __enter__(self) -> Self:
         return self
 
     def __exit__(self, *exc) -> None:

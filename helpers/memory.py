@@ -1,7 +1,5 @@
 """Peak memory of one block of code, not of the whole process (notebooks 03 and 05)."""
 
-from __future__ import annotations
-
 import os
 import threading
 from collections.abc import Iterator

@@ -1,7 +1,5 @@
 """Set-up shared by every notebook: quiet, deterministic TensorFlow and a work folder."""
 
-from __future__ import annotations
-
 import logging
 import os
 import shutil

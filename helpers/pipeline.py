@@ -1,7 +1,5 @@
 """The input pipeline that notebook 03 builds, with format detection and named errors."""
 
-from __future__ import annotations
-
 import glob
 import os
 from collections.abc import Sequence

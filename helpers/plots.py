@@ -1,7 +1,5 @@
 """Figures of VOC images and masks in the VOC colours (void is cream): notebooks 02 and 03."""
 
-from __future__ import annotations
-
 from collections.abc import Sequence
 
 import numpy as np

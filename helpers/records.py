@@ -13,8 +13,6 @@ Notebook 02 writes such files with ``tf.io.TFRecordWriter``, notebook 06 takes o
 Files are plain, ``"GZIP"`` or ``"ZLIB"``, as TensorFlow writes them; no TensorFlow is imported.
 """
 
-from __future__ import annotations
-
 import contextlib
 import fcntl
 import glob

@@ -1,7 +1,5 @@
 """Read photos, palette masks, split files and boxes of a VOC2012-layout folder (notebook 01)."""
 
-from __future__ import annotations
-
 import importlib.resources
 import os
 import re

@@ -1,7 +1,5 @@
 """VOC image/mask pairs as ``tf.train.Example`` records: pixels, or JPEG and PNG (notebook 02)."""
 
-from __future__ import annotations
-
 import io
 import os
 import sys
