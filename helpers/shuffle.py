@@ -52,14 +52,13 @@ def global_shuffle_dataset(
 
     Pass ``k`` over the dataset yields every record once, in the order of
     ``permutation(n, seed, epoch=k)`` (``epoch=0`` always without reshuffling), as scalar
-    ``tf.string`` tensors like ``tf.data.TFRecordDataset``'s. Slices of ``read_batch``
-    numbers are read with :class:`~helpers.index.RecordView` in ``tf.numpy_function``
-    (``parallel_reads`` at a time, ``None``: AUTOTUNE; order kept), as in notebook 04.
-    Memory: 16 bytes per record (index and permutation), never the data. The cardinality is
-    known, so Keras shows a total per epoch. With ``batch_size``, elements are vectors of that
-    many records (the last may be shorter), read as one slice: no ``unbatch``, and no
-    ``batch`` after it (``tf.io.parse_example`` parses such a vector at once).
-    ``benchmarks/bench_shuffle.py`` compares it with sequential reading.
+    ``tf.string`` tensors like ``tf.data.TFRecordDataset``'s. Slices of ``read_batch`` numbers are
+    read with :class:`~helpers.index.RecordView` in ``tf.numpy_function`` (``parallel_reads`` at a
+    time, ``None``: AUTOTUNE; order kept), as in notebook 04. Memory: 16 bytes per record (index
+    and permutation), never the data. The cardinality is known, so Keras shows a total per epoch.
+    With ``batch_size``, elements are vectors of that many records (the last may be shorter), read
+    as one slice: no ``unbatch``, and no ``batch`` after it (``tf.io.parse_example`` parses such a
+    vector at once). ``benchmarks/bench_shuffle.py`` compares it with sequential reading.
 
     Raises:
         TypeError: for a ``seed``, ``read_batch``, ``parallel_reads`` or ``batch_size`` not an int.
