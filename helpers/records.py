@@ -354,11 +354,11 @@ class _Inflater(io.RawIOBase):
     def readable(self) -> bool:
         return True
 
-    def readinto(self, buffer) -> int:  # at most len(buffer) bytes inflated, straight into it
+    def readinto(self, buffer) -> int:  # inflates at most 1 MiB at a time, whatever is asked
         while not self.inflate.eof:
             if not (data := self.inflate.unconsumed_tail or self.file.read(_BUFFER)):
                 raise EOFError("the compressed stream ends early")
-            if piece := self.inflate.decompress(data, len(buffer)):
+            if piece := self.inflate.decompress(data, min(len(buffer), _BUFFER)):
                 buffer[: len(piece)] = piece
                 return len(piece)
         if self.inflate.unused_data or self.file.read(1):
