@@ -23,8 +23,6 @@ def check_seed(seed: object) -> int:
 
 def check_compression(compression: object) -> str | None:
     """``None`` (also for TensorFlow's ``""``), ``"GZIP"`` or ``"ZLIB"``; else ValueError."""
-    if compression is None or compression == "":
-        return None
-    if compression in ("GZIP", "ZLIB"):
-        return compression
+    if compression in (None, "", "GZIP", "ZLIB"):
+        return compression or None
     raise ValueError(f"compression must be None, 'GZIP' or 'ZLIB', got {compression!r}")
