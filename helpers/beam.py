@@ -48,8 +48,7 @@ def _pipeline_options(beam_options: list[str], verbose: bool):
     """Beam's options: the local runner, one worker process per core, then ``beam_options``."""
     from apache_beam.options.pipeline_options import PipelineOptions
 
-    # FnApiRunner is what DirectRunner runs a batch pipeline on; named here because DirectRunner
-    # 2.77 first tries its Prism runner, which downloads a binary from GitHub.
+    # FnApiRunner by name: DirectRunner 2.77 would first try Prism, a download from GitHub
     defaults = ["--runner=FnApiRunner", "--direct_running_mode=multi_processing",
                 f"--direct_num_workers={os.cpu_count() or 1}"]  # fmt: skip
     if not verbose:  # what the workers log once they have read their options
