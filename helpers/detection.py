@@ -51,9 +51,8 @@ def _detection_payload(root: str | os.PathLike, image_id: str) -> bytes:
 
 
 def detection_spec() -> dict:
-    """The parsing spec of :func:`detection_example`'s records: ``FixedLenFeature([])`` (no
-    default) per image key, ``RaggedFeature`` per object list (notebook 09, "Read the lists
-    three ways")."""
+    """The parsing spec of :func:`detection_example`'s records: ``FixedLenFeature([])`` (no default)
+    per image key, ``RaggedFeature`` per object list (notebook 09, "Read the lists three ways")."""
     import tensorflow as tf
 
     dtypes = {"int64": tf.int64, "float": tf.float32, "bytes": tf.string}

@@ -132,8 +132,7 @@ def load_image(root: _PathLike, image_id: str) -> np.ndarray:
 def _read_jpeg(root: _PathLike, image_id: str) -> bytes:
     """The bytes of the photo file of ``image_id``; VOCError if it is not a JPEG file."""
     path = image_path(root, image_id)
-    jpeg = path.read_bytes()
-    if not jpeg.startswith(_JPEG_MAGIC):
+    if not (jpeg := path.read_bytes()).startswith(_JPEG_MAGIC):
         raise VOCError(f"photo of image id {image_id!r} is not a JPEG file: {path}")
     return jpeg
 
