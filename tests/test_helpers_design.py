@@ -19,9 +19,9 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 HELPERS = ROOT / "helpers"
 MODULES = sorted(p for p in HELPERS.glob("*.py") if p.name != "__main__.py")
-# The budget is 2,500 lines (issue 24). Not met yet: 2,613 with the all-or-nothing commit,
+# The budget is 2,500 lines (issue 24). Not met yet: 2,548 with the all-or-nothing commit,
 # the index files and the random-access view. The limit holds what was reached, no more.
-MAX_LINES, MAX_PUBLIC_NAMES = 2613, 80
+MAX_LINES, MAX_PUBLIC_NAMES = 2548, 80
 
 
 def public_names(path: Path) -> list[str]:
