@@ -404,3 +404,44 @@ def test_indexing_refuses_a_record_longer_than_a_read_may_hold(tmp_path):
     assert f"claims {300 << 20:,} bytes, more than max_record_bytes=268,435,456" in str(
         caught.value
     )
+
+
+def test_good_records_pass_the_fast_checks_without_the_careful_path(tmp_path, monkeypatch):
+    """The careful path re-checks a record that failed a fast check, so a fast check that
+    wrongly failed good records would still return them, only slower: forbid that path here."""
+
+    def careful_path(*args):
+        raise AssertionError(f"a good record took the careful path: {args}")
+
+    monkeypatch.setattr(RecordView, "_damaged", careful_path)
+    paths = write_sharded(tmp_path / "x", PAYLOADS, 3)  # varied lengths in every file
+    with RecordView(paths) as view:
+        numbers = list(range(len(view)))
+        expected = [view.__getitems__([n])[0] for n in numbers]
+        assert [view[n] for n in numbers] == expected  # one record at a time
+        assert view[numbers[::-1]] == expected[::-1]  # a batch
+        assert sorted(expected) == sorted(PAYLOADS)
+
+
+def test_a_view_unpickled_in_this_process_reopens_its_files(tfrecord):
+    with RecordView(tfrecord) as view:
+        copy = pickle.loads(pickle.dumps(view))
+    with copy:
+        assert copy[[0, -1]] == [PAYLOADS[0], PAYLOADS[-1]] and len(copy) == len(PAYLOADS)
+
+
+def test_a_compressed_file_is_refused_even_with_an_index_file_that_fits(tmp_path):
+    """An index file is trusted only for an uncompressed file, however well its numbers fit."""
+    path = tmp_path / "data.tfrecord"
+    write_records(path, [b"x" * 40], compression="ZLIB")
+    size = path.stat().st_size
+    path.with_name(path.name + ".index").write_text(f"0 {size}\n")
+    with pytest.raises(ValueError, match="a ZLIB-compressed TFRecord file cannot be indexed"):
+        RecordView(path)
+
+
+def test_a_key_of_another_kind_is_named_in_the_type_error(tfrecord):
+    with RecordView(tfrecord) as view:
+        for key, kind in [("1", "str"), (slice(0, 2), "slice"), (1.0, "float")]:
+            with pytest.raises(TypeError, match=f"a sequence of them, not {kind}$"):
+                view[key]

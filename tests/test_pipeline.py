@@ -1,6 +1,7 @@
 """Tests of helpers.pipeline: shapes, void padding, identical windows, determinism, schemas, and
 the files other people write (the original guide, DeepLab, the TensorFlow tutorial)."""
 
+import itertools
 import os
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
@@ -190,6 +191,19 @@ def test_padding_is_zero_in_the_image_and_void_in_the_mask():
     assert (out_image[padded] == 0).all() and (out_image[~padded] == 7).all()
 
 
+def test_a_position_picks_each_window_and_each_padding_equally_often():
+    """10 rows cropped to 6 leave 5 windows, 4 columns padded to 6 leave 3 placements: the
+    positions (k + 0.5) / 5 and (j + 0.5) / 3 are the middles of equal shares of [0, 1)."""
+    image = np.arange(10 * 4 * 3, dtype=np.uint8).reshape(10, 4, 3)
+    mask = image[..., :1] % 20
+    for k, j in itertools.product(range(5), range(3)):
+        position = tf.constant([(k + 0.5) / 5, (j + 0.5) / 3])
+        got_image, got_mask = (t.numpy() for t in crop_or_pad(image, mask, (6, 6), position))
+        np.testing.assert_array_equal(got_image[:, j : j + 4], image[k : k + 6])
+        np.testing.assert_array_equal(got_mask[:, j : j + 4], mask[k : k + 6])
+        assert (got_image[:, [*range(j), *range(j + 4, 6)]] == 0).all()
+
+
 @pytest.mark.parametrize("size", SIZES + [(1, 1), (16, 21), (15, 20)])
 def test_centred_window_matches_resize_with_crop_or_pad(size):
     image = np.random.default_rng(3).integers(0, 256, (*size, 3), dtype=np.uint8)
@@ -293,6 +307,17 @@ def test_the_same_seed_gives_the_same_batches(raw_files, augment):
     )
     np.testing.assert_array_equal(a, b)
     assert not np.array_equal(a, c)
+
+
+def test_the_default_seed_is_0(raw_files):
+    """Two calls without a seed agree with each other and with seed=0, not with seed=1."""
+    default = first_images(voc_batches(raw_files, 3, crop=CROP, augment=True))
+    np.testing.assert_array_equal(
+        default, first_images(voc_batches(raw_files, 3, crop=CROP, augment=True, seed=0))
+    )
+    assert not np.array_equal(
+        default, first_images(voc_batches(raw_files, 3, crop=CROP, augment=True, seed=1))
+    )
 
 
 @pytest.mark.parametrize("shuffle_buffer, augment", [(4, False), (0, True)])
@@ -679,9 +704,11 @@ def test_a_bad_later_record_names_its_file_and_index(tmp_path, pairs):
     payloads[2] = short.SerializeToString()
     path = tmp_path / "damaged.tfrecord"
     write_records(path, payloads)
+    expected = pairs[2][1].size * 3  # height * width * 3
     with pytest.raises(
         tf.errors.InvalidArgumentError,
-        match=r"damaged.tfrecord\] \[record\] \[2\] \[image_raw bytes:\] \[10\]",
+        match=r"damaged.tfrecord\] \[record\] \[2\] \[image_raw bytes:\] \[10\] "
+        rf"\[expected height\*width\*3 =\] \[{expected}\]",
     ):
         collect(voc_batches([path], 2, crop=CROP, shuffle_buffer=0))
 
@@ -710,7 +737,8 @@ def test_a_colour_mask_png_is_refused(tmp_path, pairs):
     write_records(path, [example.SerializeToString()])
     with pytest.raises(
         tf.errors.InvalidArgumentError,
-        match=r"colour.tfrecord\] \[record\] \[0\] \[mask PNG channels:\] \[3\]",
+        match=r"colour.tfrecord\] \[record\] \[0\] \[mask PNG channels:\] \[3\] "
+        r"\[expected 1 \(grayscale\)\]",
     ):
         collect(voc_batches([path], 1, crop=CROP))
 
