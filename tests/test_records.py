@@ -260,14 +260,19 @@ def test_a_truncated_last_record_is_an_error_not_a_short_read(
     path.write_bytes(compress(path.read_bytes()[:cut], compression))
     got, error = read_until_error(path, compression)
     assert got == payloads[:2]
-    assert (error.index, error.offset, error.reason) == (2, offsets[2], reason)
+    assert (error.path, error.index, error.offset, error.reason) == (
+        str(path),
+        2,
+        offsets[2],
+        reason,
+    )
 
 
 def test_a_file_cut_inside_the_first_header_says_it_may_not_be_a_tfrecord(tmp_path):
     path = tmp_path / "tiny.tfrecord"
     path.write_bytes(b"\x05\x00\x00")
     _, error = read_until_error(path)
-    assert (error.index, error.offset) == (0, 0)
+    assert (error.path, error.index, error.offset) == (str(path), 0, 0)
     assert (
         error.reason
         == "file ends inside a record header (3 of 12 bytes) (or this is not a TFRecord file)"
@@ -286,8 +291,11 @@ def test_a_file_that_is_not_a_tfrecord_is_refused_at_record_0(tmp_path, buffers)
 def test_a_gzip_file_read_as_plain_suggests_gzip(tmp_path):
     path, _, _ = write_three(tmp_path, compression="GZIP")
     _, error = read_until_error(path)
-    assert (error.index, error.offset) == (0, 0)
-    assert "starts like GZIP; read it with compression='GZIP'" in error.reason
+    assert (error.path, error.index, error.offset) == (str(path), 0, 0)
+    assert (
+        error.reason
+        == "length CRC mismatch: the file starts like GZIP; read it with compression='GZIP'"
+    )
 
 
 @pytest.mark.parametrize("compression", ["GZIP", "ZLIB"])
