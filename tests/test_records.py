@@ -705,3 +705,20 @@ def test_two_concurrent_writers_never_mix_shards_or_delete_each_others_files(tmp
     contents = {payload for shard in shards for payload in iter_records(shard)}
     assert contents in ({b"A"}, {b"B"})
     assert all(len(list(iter_records(shard))) == 1000 for shard in shards)
+
+
+def test_a_file_that_appears_while_writing_is_named_and_kept(tmp_path):
+    """Another writer commits the same name while this write runs: its file stays, and the
+    error names it."""
+    target = tmp_path / "one.tfrecord"
+
+    def payloads():
+        yield b"a"
+        target.write_bytes(b"another writer's")
+        yield b"b"
+
+    with pytest.raises(FileExistsError) as caught:
+        write_records(target, payloads())
+    assert str(caught.value) == f"{target} appeared while this write ran"
+    assert target.read_bytes() == b"another writer's"
+    assert [p.name for p in tmp_path.iterdir()] == ["one.tfrecord"]  # no temp file left
