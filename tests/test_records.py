@@ -380,8 +380,11 @@ def test_a_record_over_the_limit_is_refused_naming_it_and_verify_still_checks_it
     assert "claims 300 bytes, more than max_record_bytes=299" in str(caught.value)
     assert list(iter_records(path, max_record_bytes=300)) == payloads
     assert verify(path) == 3
-    with pytest.raises(ValueError, match="max_record_bytes"):
+    with pytest.raises(ValueError, match="^max_record_bytes must be at least 0, got -1$"):
         list(iter_records(path, max_record_bytes=-1))
+    empty = tmp_path / "empty-records.tfrecord"
+    write_records(empty, [b"", b""])
+    assert list(iter_records(empty, max_record_bytes=0)) == [b"", b""]  # 0 is a limit too
 
 
 def test_verify_checks_a_huge_gzip_record_in_little_memory(tmp_path):
