@@ -978,6 +978,12 @@ def test_record_0_that_is_no_example_or_has_a_bad_filename_is_refused_by_name(tm
     message = r"record 0 \(raw schema\): feature 'filename' holds 2 values, expected one value"
     with pytest.raises(ValueError, match=message):
         voc_batches([path], 2)
+    empty = raw_example(*pairs[0], "a.jpg")
+    empty.features.feature["height"].Clear()  # the key is there, its Feature holds no list
+    write_records(path, [empty.SerializeToString()], overwrite=True)
+    message = r"feature 'height' holds nothing, expected one value in a int64_list$"
+    with pytest.raises(ValueError, match=message):
+        voc_batches([path], 2)
 
 
 def test_an_encoded_image_of_one_byte_is_undecodable_not_empty(tmp_path, pairs):
