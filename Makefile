@@ -108,10 +108,11 @@ mutation: $(READY)
 sample: $(READY)
 	$(PY) scripts/build_voc_sample.py
 
-# Twice as usual, with another hash seed, time zone and locale; then as on older CPUs, whose
-# float kernels differ (oneDNN picks them by instruction set: SSE4.1 only, then AVX2).
+# In new kernels (as JupyterLab starts them: tests/forked_kernels.py), then with another hash
+# seed, time zone and locale; then as on older CPUs, whose float kernels differ (oneDNN picks
+# them by instruction set: SSE4.1 only, then AVX2).
 stability: $(READY)
-	PYTHONHASHSEED=0 $(MAKE) test-notebooks
+	PYTHONHASHSEED=0 NOTEBOOK_KERNELS=fresh $(MAKE) test-notebooks
 	PYTHONHASHSEED=4242 TZ=Pacific/Kiritimati LC_ALL=C.UTF-8 LANG=C.UTF-8 $(MAKE) test-notebooks
 	ONEDNN_MAX_CPU_ISA=SSE41 $(MAKE) test-notebooks
 	ONEDNN_MAX_CPU_ISA=AVX2 $(MAKE) test-notebooks

@@ -6,7 +6,9 @@
 2. Each notebook is executed once as committed (by nbval) and once as its student copy;
    after nbval's cells, four checks join the notebook's own group of tests and reuse those
    two runs (tests/notebook_checks.py says what each checks).
-3. The heaviest groups start first, so that neither of the two workers waits at the end.
+3. Notebook kernels are forked from a process that has imported TensorFlow
+   (tests/forked_kernels.py).
+4. The heaviest groups start first, so that neither of the two workers waits at the end.
 """
 
 from __future__ import annotations
@@ -24,6 +26,11 @@ for _name in RESULT_CHANGING:
     os.environ.pop(_name, None)
 # The environment's own commands first (nbgrader runs `alembic` for its gradebook).
 os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get('PATH', '')}"
+
+sys.path.insert(0, str(Path(__file__).parent / "tests"))
+import forked_kernels  # noqa: E402  (tests/forked_kernels.py)
+
+forked_kernels.install()  # kernels start with TensorFlow imported (see there why)
 
 # Heaviest first (seconds per group, as `python -m benchmarks suite` lists them): the groups
 # of tests are handed to the two workers in this order, then everything else in file order.

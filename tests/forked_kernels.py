@@ -1,0 +1,162 @@
+"""Notebook kernels forked from a process that has already imported TensorFlow.
+
+Every notebook's Setup cell imports TensorFlow: about 3 CPU-seconds, a third of executing the
+shorter notebooks, and `make test` starts twenty kernels. So each pytest process starts one
+*zygote* that imports TensorFlow and ipykernel the way a notebook kernel would (with the
+environment `helpers.notebook.prepare_tensorflow` sets), and forks a kernel from it for every
+kernel start. The kernel still runs every cell of the notebook, in a process of its own.
+
+jupyter_client does not know: where it would run ``python -m ipykernel_launcher -f FILE``,
+``install()`` makes it run this file as a small *stand-in* process instead. The stand-in
+hands its working folder, environment and standard streams to the zygote, which forks the
+kernel; the stand-in then lives exactly as long as the kernel, passes on the signals
+jupyter_client sends (interrupt, terminate), and a killed stand-in takes its kernel with it;
+it ends when the process that started it does, as ipykernel's parent poller would.
+
+``NOTEBOOK_KERNELS=fresh`` turns this off (every kernel a new ``python -m ipykernel_launcher``);
+`make stability` runs the notebook checks that way once.
+"""
+
+import json
+import os
+import signal
+import socket
+import sys
+
+STREAMS = [0, 1, 2]  # the stand-in's stdin, stdout and stderr become the kernel's own
+
+
+def install() -> None:
+    """Make jupyter_client start Python kernels of this interpreter as forks of a zygote."""
+    if os.environ.get("NOTEBOOK_KERNELS") == "fresh":
+        return
+    import subprocess
+    import tempfile
+    import time
+
+    from jupyter_client.provisioning import local_provisioner
+
+    launch = local_provisioner.launch_kernel
+    zygote = {}
+
+    def launch_kernel(cmd, **kwargs):
+        # python [FLAGS] -m ipykernel_launcher ARGS, for this interpreter: forked
+        module = cmd.index("ipykernel_launcher") if "ipykernel_launcher" in cmd else 0
+        if cmd[0] != sys.executable or module < 2 or cmd[module - 1] != "-m":
+            return launch(cmd, **kwargs)
+        if not zygote:  # started at the first kernel, with the environment the suite set up
+            path = os.path.join(tempfile.mkdtemp(prefix="zygote-"), "socket")
+            zygote["process"] = subprocess.Popen(  # noqa: S603 (this interpreter, this file)
+                [*cmd[: module - 1], __file__, "--serve", path], stdin=subprocess.PIPE
+            )
+            zygote["socket"] = path
+        while not os.path.exists(zygote["socket"]):  # bound and listening: stand-ins may connect
+            if zygote["process"].poll() is not None:
+                raise RuntimeError(f"the kernel zygote exited ({zygote['process'].returncode})")
+            time.sleep(0.01)
+        return launch([sys.executable, __file__, zygote["socket"], *cmd[module + 1 :]], **kwargs)
+
+    local_provisioner.launch_kernel = launch_kernel
+
+
+# ---------------------------------------------------------------- the zygote
+
+
+def serve(path: str) -> None:
+    """Import what every kernel imports, then fork a kernel for every stand-in that connects."""
+    listener = socket.socket(socket.AF_UNIX)
+    listener.bind(path)
+    listener.listen()  # the first stand-ins wait in line while TensorFlow is imported
+    del sys.path[0]  # this file's folder: a kernel's path does not have it
+    os.environ.setdefault("MPLBACKEND", "module://matplotlib_inline.backend_inline")
+    os.environ.update(TF_CPP_MIN_LOG_LEVEL="3", TF_ENABLE_ONEDNN_OPTS="0")
+    os.environ.setdefault("TF_CPU_ALLOCATOR_USE_BFC", "true")
+    import ipykernel.kernelapp  # noqa: F401
+    import tensorflow  # noqa: F401
+
+    signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # kernels are reaped by the system
+    os.set_blocking(0, False)
+    import selectors
+
+    selector = selectors.DefaultSelector()
+    selector.register(listener, selectors.EVENT_READ)
+    selector.register(0, selectors.EVENT_READ)  # a pipe from pytest's process: EOF when it ends
+    while True:
+        for key, _ in selector.select():
+            if key.fileobj == 0:
+                if not os.read(0, 4096):
+                    listener.close()
+                    os.unlink(path)
+                    os.rmdir(os.path.dirname(path))
+                    return
+                continue
+            connection, _ = listener.accept()
+            message, fds, _, _ = socket.recv_fds(connection, 1 << 20, len(STREAMS))
+            if os.fork() == 0:
+                listener.close()
+                run_kernel(connection, json.loads(message), fds)
+            connection.close()
+            for fd in fds:
+                os.close(fd)
+
+
+def run_kernel(connection: socket.socket, request: dict, fds: list[int]) -> None:
+    """In the forked child: become the kernel the stand-in was asked to start; never return."""
+    code = 1
+    try:
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # the notebook waits for its subprocesses
+        os.setsid()  # a session of its own, like a kernel that jupyter_client starts
+        for fd, stream in zip(fds, STREAMS, strict=True):
+            os.dup2(fd, stream)
+            os.close(fd)
+        os.set_blocking(0, True)
+        os.chdir(request["cwd"])
+        os.environ.clear()
+        os.environ.update(request["env"])
+        connection.sendall(f"{os.getpid()}\n".encode())
+        import threading
+
+        # The stand-in's end closes when it ends, even by SIGKILL: then this kernel ends too.
+        threading.Thread(target=lambda: connection.recv(1) or os._exit(1), daemon=True).start()
+        from ipykernel import kernelapp
+
+        sys.argv = ["ipykernel_launcher", *request["argv"]]
+        kernelapp.launch_new_instance(request["argv"])
+        code = 0
+    finally:
+        sys.stdout.flush()
+        sys.stderr.flush()
+        os._exit(code)
+
+
+# ---------------------------------------------------------------- the stand-in
+
+
+def stand_in(path: str, argv: list[str]) -> int:
+    """Have the zygote fork a kernel with ``argv``; live as long as it does."""
+    connection = socket.socket(socket.AF_UNIX)
+    connection.connect(path)
+    request = {"argv": argv, "cwd": os.getcwd(), "env": dict(os.environ)}
+    socket.send_fds(connection, [json.dumps(request).encode()], STREAMS)
+    reply = b""
+    while not reply.endswith(b"\n"):
+        reply += connection.recv(32) or sys.exit("the kernel did not start")
+    kernel = int(reply)
+    for signum in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(signum, lambda number, _: os.kill(kernel, number))
+    parent = os.getppid()
+    connection.settimeout(1.0)
+    while os.getppid() == parent:  # a kernel whose pytest has gone ends, as a new one would
+        try:
+            if not connection.recv(1):  # the kernel closes its end when it exits
+                return 0
+        except TimeoutError:
+            pass
+    return 1
+
+
+if __name__ == "__main__":
+    if sys.argv[1] == "--serve":
+        serve(sys.argv[2])
+    else:
+        sys.exit(stand_in(sys.argv[1], sys.argv[2:]))
