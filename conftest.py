@@ -30,8 +30,6 @@ os.environ["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{os.environ.get(
 sys.path.insert(0, str(Path(__file__).parent / "tests"))
 import forked_kernels  # noqa: E402  (tests/forked_kernels.py)
 
-forked_kernels.install()  # kernels start with TensorFlow imported (see there why)
-
 # Heaviest first (seconds per group, as `python -m benchmarks suite` lists them): the groups
 # of tests are handed to the two workers in this order, then everything else in file order.
 HEAVIEST_FIRST = [
@@ -50,6 +48,13 @@ HEAVIEST_FIRST = [
     "notebooks/06_inspect_tfrecord_files.ipynb",
     "tests/test_documented_commands.py",
 ]
+
+
+def pytest_configure(config):
+    # Kernels start with TensorFlow imported (see there why). Executing notebooks, the first
+    # pytest process starts the zygote now: it imports TensorFlow while the workers collect.
+    notebooks = config.getoption("nbval", False) or config.getoption("nbval_lax", False)
+    forked_kernels.install(start_now=notebooks and "PYTEST_XDIST_WORKER" not in os.environ)
 
 
 def _group(item) -> str:

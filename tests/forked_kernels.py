@@ -1,10 +1,11 @@
 """Notebook kernels forked from a process that has already imported TensorFlow.
 
 Every notebook's Setup cell imports TensorFlow: about 3 CPU-seconds, a third of executing the
-shorter notebooks, and `make test` starts twenty kernels. So each pytest process starts one
-*zygote* that imports TensorFlow and ipykernel the way a notebook kernel would (with the
+shorter notebooks, and `make test` starts twenty kernels. So pytest starts one *zygote* that
+imports TensorFlow, SciPy's stats and ipykernel the way a notebook kernel would (with the
 environment `helpers.notebook.prepare_tensorflow` sets), and forks a kernel from it for every
-kernel start. The kernel still runs every cell of the notebook, in a process of its own.
+kernel start.
+The kernel still runs every cell of the notebook, in a process of its own.
 
 jupyter_client does not know: where it would run ``python -m ipykernel_launcher -f FILE``,
 ``install()`` makes it run this file as a small *stand-in* process instead. The stand-in
@@ -26,37 +27,56 @@ import sys
 STREAMS = [0, 1, 2]  # the stand-in's stdin, stdout and stderr become the kernel's own
 
 
-def install() -> None:
-    """Make jupyter_client start Python kernels of this interpreter as forks of a zygote."""
+SOCKET = "FORKED_KERNELS_SOCKET"  # the zygote's address, for the processes pytest starts
+
+
+def install(start_now: bool = False) -> None:
+    """Make jupyter_client start this interpreter's ipykernel as forks of a zygote.
+
+    The zygote starts at the first kernel, or now (``start_now``: while xdist's workers are
+    still collecting); it serves the workers started after it, which find it in ``SOCKET``.
+    """
     if os.environ.get("NOTEBOOK_KERNELS") == "fresh":
         return
+    from jupyter_client.kernelspec import KernelSpecManager
+    from jupyter_client.provisioning import local_provisioner
+
+    # The zygote runs with the Python options of the kernel JupyterLab starts (-Xfrozen_modules=off:
+    # the standard library loaded from files), and every kernel of this interpreter is its fork.
+    argv = KernelSpecManager().get_kernel_spec("python3").argv
+    flags = argv[1 : argv.index("-m")] if argv[0] == sys.executable else []
+    launch = local_provisioner.launch_kernel
+
+    def launch_kernel(cmd, **kwargs):
+        # python [FLAGS] -m ipykernel_launcher ARGS
+        module = cmd.index("ipykernel_launcher") if "ipykernel_launcher" in cmd else 0
+        if cmd[0] != sys.executable or module < 2 or cmd[module - 1] != "-m":
+            return launch(cmd, **kwargs)  # another interpreter or kernel: as usual
+        return launch([sys.executable, __file__, zygote(flags), *cmd[module + 1 :]], **kwargs)
+
+    local_provisioner.launch_kernel = launch_kernel
+    if start_now:
+        zygote(flags)
+
+
+def zygote(flags: list[str]) -> str:
+    """The zygote's socket; the zygote is started (``python FLAGS``) if there is none yet."""
     import subprocess
     import tempfile
     import time
 
-    from jupyter_client.provisioning import local_provisioner
-
-    launch = local_provisioner.launch_kernel
-    zygote = {}
-
-    def launch_kernel(cmd, **kwargs):
-        # python [FLAGS] -m ipykernel_launcher ARGS, for this interpreter: forked
-        module = cmd.index("ipykernel_launcher") if "ipykernel_launcher" in cmd else 0
-        if cmd[0] != sys.executable or module < 2 or cmd[module - 1] != "-m":
-            return launch(cmd, **kwargs)
-        if not zygote:  # started at the first kernel, with the environment the suite set up
-            path = os.path.join(tempfile.mkdtemp(prefix="zygote-"), "socket")
-            zygote["process"] = subprocess.Popen(  # noqa: S603 (this interpreter, this file)
-                [*cmd[: module - 1], __file__, "--serve", path], stdin=subprocess.PIPE
-            )
-            zygote["socket"] = path
-        while not os.path.exists(zygote["socket"]):  # bound and listening: stand-ins may connect
-            if zygote["process"].poll() is not None:
-                raise RuntimeError(f"the kernel zygote exited ({zygote['process'].returncode})")
+    if SOCKET not in os.environ:
+        path = os.path.join(tempfile.mkdtemp(prefix="zygote-"), "socket")
+        process = subprocess.Popen(
+            [sys.executable, *flags, __file__, "--serve", path], stdin=subprocess.PIPE
+        )
+        while not os.path.exists(path):  # bound and listening: stand-ins may connect
+            if process.poll() is not None:
+                raise RuntimeError(f"the kernel zygote exited ({process.returncode})")
             time.sleep(0.01)
-        return launch([sys.executable, __file__, zygote["socket"], *cmd[module + 1 :]], **kwargs)
-
-    local_provisioner.launch_kernel = launch_kernel
+        os.environ[SOCKET] = path
+        zygote.process = process  # its pipe closes when this process ends: then it ends too
+    return os.environ[SOCKET]
 
 
 # ---------------------------------------------------------------- the zygote
@@ -72,6 +92,7 @@ def serve(path: str) -> None:
     os.environ.update(TF_CPP_MIN_LOG_LEVEL="3", TF_ENABLE_ONEDNN_OPTS="0")
     os.environ.setdefault("TF_CPU_ALLOCATOR_USE_BFC", "true")
     import ipykernel.kernelapp  # noqa: F401
+    import scipy.stats  # noqa: F401  (0.7 s more in notebooks 04, 08 and 10)
     import tensorflow  # noqa: F401
 
     signal.signal(signal.SIGCHLD, signal.SIG_IGN)  # kernels are reaped by the system
