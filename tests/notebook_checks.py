@@ -280,10 +280,9 @@ def grade(path: Path, solved, student, course: Path) -> dict[str, list[tuple[flo
     from nbgrader.apps import NbGraderAPI
     from traitlets.config.loader import PyFileConfigLoader
 
-    # Every new gradebook asks `alembic heads` in a new process (seconds), though the answer is
-    # a constant of the installed nbgrader: ask once per test process.
-    if not hasattr(nbgrader.api.get_alembic_version, "cache_info"):
-        nbgrader.api.get_alembic_version = functools.cache(nbgrader.api.get_alembic_version)
+    # Every new gradebook asks `alembic heads` in a new process (3 s), though the answer is a
+    # constant of the installed nbgrader: ask alembic here instead, once per test process.
+    nbgrader.api.get_alembic_version = _alembic_head
 
     name = path.stem
     (course / "source" / name).mkdir(parents=True)
@@ -316,6 +315,17 @@ def grade(path: Path, solved, student, course: Path) -> dict[str, list[tuple[flo
                 ]
                 for student_id in submissions
             }
+
+
+@functools.cache
+def _alembic_head() -> str:
+    """What ``nbgrader.api.get_alembic_version`` runs `alembic heads` for, asked in-process."""
+    from alembic.config import Config
+    from alembic.script import ScriptDirectory
+    from nbgrader.dbutil import _temp_alembic_ini
+
+    with _temp_alembic_ini("sqlite://") as ini:
+        return ScriptDirectory.from_config(Config(ini)).get_current_head()
 
 
 def _succeed(step: str, result: dict) -> None:
