@@ -58,8 +58,9 @@ def test_a_forked_kernel_has_the_folder_environment_and_imports_it_was_started_w
 
 def test_an_interrupt_reaches_a_forked_kernel(kernel):
     manager, client = kernel
-    message = client.execute("import time; time.sleep(60)")
-    time.sleep(1)
+    message = client.execute("print('asleep', flush=True); import time; time.sleep(60)")
+    while client.get_iopub_msg(timeout=30)["content"].get("text") != "asleep\n":
+        pass  # the cell runs: the interrupt lands in it
     manager.interrupt_kernel()
     reply = client.get_shell_msg(timeout=30)
     assert reply["parent_header"]["msg_id"] == message
