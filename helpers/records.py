@@ -8,9 +8,9 @@ A TFRecord file is a sequence of records, each laid out as::
     uint32 masked_crc32c(payload)
 
 Notebook 02 writes such files with ``tf.io.TFRecordWriter``, notebook 06 takes one apart.
-:func:`check_header` and :func:`check_payload` are the one framing check, here and in
-:mod:`helpers.index`; damage raises :class:`RecordError` naming file, record and byte offset.
-Files are plain, ``"GZIP"`` or ``"ZLIB"``, as TensorFlow writes them; no TensorFlow is imported.
+Files are plain, ``"GZIP"`` or ``"ZLIB"``, as TensorFlow writes them. Damage raises
+:class:`RecordError` (file, record, byte offset), from :func:`check_header` and
+:func:`check_payload`, the one framing check here and in :mod:`helpers.index`.
 """
 
 import contextlib
@@ -37,12 +37,10 @@ _CRC = struct.Struct("<I")
 _HEADER_SIZE, _FOOTER_SIZE = 12, 4
 _MASK_DELTA = 0xA282EAD8
 _GZIP_MAGIC = b"\x1f\x8b"
-# zlib's wbits: 15 is a zlib stream, 31 a gzip one; TensorFlow uses memLevel 9 for both.
-_WBITS = {"GZIP": 31, "ZLIB": 15}
+_WBITS = {"GZIP": 31, "ZLIB": 15}  # zlib's wbits; TensorFlow uses memLevel 9 for both
 _SUFFIX = {None: ".tfrecord", "GZIP": ".tfrecord.gz", "ZLIB": ".tfrecord.zz"}
 _BUFFER = 1 << 20
-# The most bytes of one record a reader holds (iter_records' max_record_bytes changes it).
-_MAX_RECORD_BYTES = 1 << 28
+_MAX_RECORD_BYTES = 1 << 28  # the most bytes of one record a reader holds, by default
 
 
 class RecordError(ValueError):
@@ -223,12 +221,9 @@ def _check_targets(paths: list[Path], overwrite: bool) -> None:
 
 
 def _commit(pairs: list[tuple[Path, Path]], overwrite: bool) -> None:
-    """Rename each finished temporary file over its path, as one commit.
-
-    Under the folder's lock, so writers never interleave renames (the last wins, whole). A
-    journal lists the renames first; if a kill leaves it, the next write in the folder redoes
-    them (the temporary files are complete on disk).
-    """
+    """Rename each finished temporary file over its path, as one commit, under the folder's lock
+    (the last writer wins, whole). A journal lists the renames first; if a kill leaves it, the
+    next write in the folder redoes them (the temporary files are complete on disk)."""
     folder = pairs[0][1].parent
     journal = folder / f".{pairs[0][1].name}.{os.getpid()}.commit"
     with _folder_locked(folder) as fd:
@@ -296,12 +291,9 @@ def write_records(
     """Write ``payloads`` as TFRecord records to ``path``; return how many were written.
 
     Notebook 02's ``tf.io.TFRecordWriter``, made sturdy: the file appears only when complete
-    (temporary file, fsync, rename); an existing one is replaced only if ``overwrite``.
-
-    Raises:
-        FileExistsError: if ``path`` exists and ``overwrite`` is false.
-        FileNotFoundError: if the folder of ``path`` does not exist (names ``path``).
-        ValueError: for an unknown ``compression``. TypeError: for a payload that is not bytes.
+    (temporary file, fsync, rename); an existing one is replaced only if ``overwrite``. Raises
+    FileExistsError if ``path`` exists and not ``overwrite``, FileNotFoundError if its folder
+    does not exist, ValueError for an unknown ``compression``, TypeError for a non-bytes payload.
     """
     return _write_all([Path(path)], payloads, check_compression(compression), overwrite)[0]
 
@@ -327,17 +319,13 @@ def write_sharded(
 ) -> list[Path]:
     """Write ``payloads`` into ``num_shards`` TFRecord files; return their paths.
 
-    Record ``i`` goes to shard ``i % num_shards`` (notebook 02, "the sturdy version"). The
-    names are checked before anything is read; the shards are committed together at the end,
-    so an error leaves neither shards nor temporary files. A kill during the commit's renames
-    can leave old and new shards side by side until the next helpers write into the folder
-    finishes the renames (it warns). Of two writers to one prefix the last to commit wins,
-    whole. With ``index`` (plain files), each shard's ``.index`` is committed with it
-    (:class:`helpers.index.RecordView`, notebook 04).
-
-    Raises:
-        FileExistsError: if a shard exists and ``overwrite`` is false (nothing is read).
-        FileNotFoundError, TypeError, ValueError: as :func:`write_records`, or a bad ``num_shards``.
+    Record ``i`` goes to shard ``i % num_shards`` (notebook 02, "the sturdy version"). Names are
+    checked before anything is read; the shards are committed together at the end, so an error
+    leaves neither shards nor temporary files (a kill during the renames: the next helpers write
+    into the folder finishes them, and warns). Of two writers to one prefix the last to commit
+    wins, whole. With ``index`` (plain files) each shard's ``.index`` is committed with it
+    (:class:`helpers.index.RecordView`, notebook 04). Raises FileExistsError if a shard exists
+    and not ``overwrite`` (nothing is read); else as :func:`write_records`, or a bad ``num_shards``.
     """
     paths = _shard_paths(prefix, num_shards, compression, index)
     _write_all(paths, payloads, check_compression(compression), overwrite, index)
@@ -409,11 +397,9 @@ def iter_records(
     Plain Python (notebook 02, "Read them again in plain Python"); ``python -m benchmarks
     records`` compares it with TensorFlow's readers. With ``offsets=True`` yield ``(offset,
     payload)``: where the header starts in the (uncompressed) stream (notebook 06). A record
-    over ``max_record_bytes`` (default 256 MiB) is refused before it is read.
-
-    Raises:
-        RecordError: at the first damaged or too long record (records before it are yielded).
-        ValueError: for an unknown ``compression``. FileNotFoundError: no such file.
+    over ``max_record_bytes`` (default 256 MiB) is refused before it is read. Raises RecordError
+    at the first damaged or too long record (those before it are yielded), ValueError for an
+    unknown ``compression``, FileNotFoundError if there is no file.
     """
     limit = _MAX_RECORD_BYTES if max_record_bytes is None else max_record_bytes
     limit = check_int(limit, "max_record_bytes", minimum=0)
@@ -430,11 +416,9 @@ def verify(path: str | os.PathLike, compression: str | None = None) -> int:
 
 def detect_compression(path: str | os.PathLike) -> str | None:
     """Tell from its first bytes how a record file is stored: ``None``, ``"GZIP"`` or ``"ZLIB"``.
-
-    A valid first record header (or an empty file) means plain; else the GZIP magic means
-    GZIP and a valid zlib header means ZLIB. Shown in notebook 06. RecordError for a non-empty
-    file that is none of the three (record 0, byte 0); FileNotFoundError if there is no file.
-    """
+    A valid first header (or an empty file) means plain; else the GZIP magic GZIP, a valid zlib
+    header ZLIB (notebook 06). RecordError for a non-empty file that is none of the three (record
+    0, byte 0); FileNotFoundError if there is no file."""
     with open(path, "rb") as stream:
         start = stream.read(_HEADER_SIZE)
     if not start:
