@@ -1,8 +1,6 @@
 """The Beam engine of ``convert-voc``: the local engine's shard files, written by Apache Beam.
 
-Notebook 08 shows its shards byte-identical to :func:`helpers.voc_records.convert_split`'s.
-Imports no Beam or TensorFlow at import.
-"""
+Notebook 08 shows them byte-identical to :func:`helpers.voc_records.convert_split`'s."""
 
 import builtins
 import contextlib
@@ -23,11 +21,9 @@ from helpers._checks import check_compression
 from helpers.index import build_index
 from helpers.voc_records import _check_task, record_payload, split_order
 
-# The first exception line in the text of a worker's traceback, the error itself (a VOCError or
-# a subclass, or a built-in one): Beam sends it as text and adds "[while running 'step']".
+# The error line of a worker's traceback text (a VOCError or a built-in error), minus Beam's tag.
 _WORKER_ERROR = re.compile(r"^(helpers\.voc\.\w+|\w*Error): (.*?)( \[while running .*\])?$", re.M)
-# For the workers' TensorFlow (unless set already): it reads them only when it is imported.
-_QUIET_TF = {"TF_CPP_MIN_LOG_LEVEL": "3", "TF_ENABLE_ONEDNN_OPTS": "0"}
+_QUIET_TF = {"TF_CPP_MIN_LOG_LEVEL": "3", "TF_ENABLE_ONEDNN_OPTS": "0"}  # workers' TensorFlow
 
 
 def _keyed_payload(item: tuple[int, str], root: str, task: str, encoding: str, num_shards: int):
@@ -83,24 +79,20 @@ def convert_with_beam(
 ) -> list[Path]:
     """Convert one split into TFRecord shards with an Apache Beam pipeline; return their paths.
 
-    The same files, byte for byte, as :func:`helpers.voc_records.convert_split` with the same
-    arguments (notebook 08; ``python -m helpers convert-voc --engine beam``): ``Create`` the
-    numbered ids of ``split_order``; on the workers ``record_payload`` keyed by shard and place;
-    ``GroupByKey``; each shard sorted and written to a temporary file (held in one worker's
-    memory meanwhile). The shards (and their ``.index`` files if ``index``) are committed
-    together as the local engine's; a bad image leaves nothing behind.
+    The files of :func:`helpers.voc_records.convert_split` with the same arguments, byte for
+    byte (notebook 08; ``python -m helpers convert-voc --engine beam``): ``Create`` the numbered
+    ids of ``split_order``; ``record_payload`` keyed by shard and place; ``GroupByKey``; each
+    shard sorted into a temporary file (in one worker's memory meanwhile); all committed
+    together (with ``.index`` files if ``index``), so a bad image leaves nothing behind.
 
-    Beam runs in a process of its own: by default its FnApiRunner (DirectRunner's batch engine,
-    without its download of the Prism runner), one worker process per core; ``beam_options``
-    (``["--direct_num_workers=1"]``, ``["--runner=FlinkRunner", ...]``) override that. Its
-    logging stays off stderr unless ``verbose``; after ``timeout`` seconds (``None``: never) it
-    is stopped. Folders must be local ones every worker sees (a shared mount on a cluster).
+    Beam runs in a process of its own: its FnApiRunner, one worker process per core, unless
+    ``beam_options`` (``["--runner=FlinkRunner", ...]``) say otherwise; its logging shows only if
+    ``verbose``; it is stopped after ``timeout`` seconds (``None``: never). Every worker must see
+    the folders (a shared mount on a cluster).
 
-    Raises:
-        FileExistsError, helpers.voc.VOCError, TypeError, ValueError: as ``convert_split`` (all
-            but a bad pair's before Beam starts), and ValueError for a bad Beam option.
-        RuntimeError: if the pipeline fails for another reason (Beam's message).
-        TimeoutError: if it has not finished after ``timeout`` seconds.
+    Raises FileExistsError, helpers.voc.VOCError, TypeError, ValueError as ``convert_split`` (all
+    but a bad pair's before Beam starts), ValueError for a bad Beam option, RuntimeError if the
+    pipeline fails otherwise (Beam's message), TimeoutError after ``timeout`` seconds.
     """
     _check_task(task, encoding)
     paths = records._shard_paths(out_prefix, num_shards, compression, index)
@@ -137,12 +129,9 @@ _CHILD = "import helpers.beam as b; b._child()"  # what the pipeline's process r
 def _run_in_child(job: dict, verbose: bool, timeout: float | None = None) -> None:
     """Run the pipeline in a fresh Python process; raise what went wrong there, here.
 
-    A process of its own keeps Beam's global state, logging and worker processes away from the
-    caller: inside IPython, Beam would switch to its interactive mode (which needs pandas), and
-    its workers write to file descriptor 2, which a notebook cell shows. Quiet: that goes to
-    os.devnull. TensorFlow reads its log settings from the environment only (helpers.notebook).
-    It and the workers it starts are one process group, all stopped after ``timeout`` seconds.
-    """
+    It keeps Beam's state, logging and workers from the caller (in IPython Beam turns interactive
+    and its workers write to descriptor 2, which a cell shows; quiet, that goes to os.devnull).
+    It and its workers are one process group, all stopped after ``timeout`` seconds."""
     env = {**os.environ, **{k: os.environ.get(k) or v for k, v in _QUIET_TF.items()}}
     stderr = None if verbose else subprocess.DEVNULL
     with subprocess.Popen([sys.executable, "-c", _CHILD], stdin=subprocess.PIPE, text=True,
