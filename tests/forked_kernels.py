@@ -15,7 +15,7 @@ jupyter_client sends (interrupt, terminate), and a killed stand-in takes its ker
 it ends when the process that started it does, as ipykernel's parent poller would.
 
 ``NOTEBOOK_KERNELS=fresh`` turns this off (every kernel a new ``python -m ipykernel_launcher``);
-`make stability` runs the notebook checks that way once.
+`make stability` runs the notebook checks that way once. Off on other systems than Linux.
 """
 
 import json
@@ -30,13 +30,19 @@ STREAMS = [0, 1, 2]  # the stand-in's stdin, stdout and stderr become the kernel
 SOCKET = "FORKED_KERNELS_SOCKET"  # the zygote's address, for the processes pytest starts
 
 
+def forking() -> bool:
+    """Whether kernels are forked: on Linux (macOS's system libraries do not survive a fork
+    without exec), unless ``NOTEBOOK_KERNELS=fresh``."""
+    return sys.platform == "linux" and os.environ.get("NOTEBOOK_KERNELS") != "fresh"
+
+
 def install(start_now: bool = False) -> None:
     """Make jupyter_client start this interpreter's ipykernel as forks of a zygote.
 
     The zygote starts at the first kernel, or now (``start_now``: while xdist's workers are
     still collecting); it serves the workers started after it, which find it in ``SOCKET``.
     """
-    if os.environ.get("NOTEBOOK_KERNELS") == "fresh":
+    if not forking():
         return
     from jupyter_client.kernelspec import KernelSpecManager
     from jupyter_client.provisioning import local_provisioner

@@ -2,6 +2,7 @@
 
 import os
 import signal
+import sys
 import time
 from pathlib import Path
 
@@ -9,8 +10,9 @@ import forked_kernels
 import pytest
 from jupyter_client.manager import KernelManager
 
-if os.environ.get("NOTEBOOK_KERNELS") == "fresh":
-    pytest.skip("NOTEBOOK_KERNELS=fresh: kernels are not forked", allow_module_level=True)
+if not forked_kernels.forking():
+    reason = "NOTEBOOK_KERNELS=fresh" if sys.platform == "linux" else f"not on {sys.platform}"
+    pytest.skip(f"kernels are not forked: {reason}", allow_module_level=True)
 
 
 @pytest.fixture
