@@ -1,7 +1,5 @@
 """Windows of frames from one TFRecord file per day, and a day's SequenceExample (notebook 05)."""
 
-from __future__ import annotations
-
 import io
 import itertools
 import os
@@ -129,7 +127,7 @@ def frame_windows(
     seed: int = 0,
     cycle_length: int = 4,
     with_timestamps: bool = False,
-) -> tf.data.Dataset:
+) -> "tf.data.Dataset":
     """``(frames, last labels[, timestamps])`` windows of ``size`` frames ``stride`` apart, one
     every ``shift``, within each day file (notebook 05, "Cut windows that stay inside one day").
     ValueError for a bad size or buffer, no frame, files of two frame shapes or a record 0 that
@@ -137,9 +135,8 @@ def frame_windows(
     InvalidArgumentError naming "<file>: record <i>" (UnicodeDecodeError if no protobuf)."""
     import tensorflow as tf
 
-    size, stride, shift = (
-        check_int(v, n, 1) for v, n in [(size, "size"), (stride, "stride"), (shift, "shift")]
-    )
+    steps = {"size": size, "stride": stride, "shift": shift}
+    size, stride, shift = (check_int(value, name, minimum=1) for name, value in steps.items())
     shuffle_buffer = check_int(shuffle_buffer, "shuffle_buffer", minimum=0)
     seed, cycle_length = check_seed(seed), check_int(cycle_length, "cycle_length", minimum=1)
     paths = [Path(files)] if isinstance(files, (str, os.PathLike)) else [Path(f) for f in files]
