@@ -99,7 +99,6 @@ def check_payload(
 
 
 def _check_body(size: int, length: int, masked: int, footer: bytes, path, index, offset) -> None:
-    """RecordError unless ``size`` bytes cover ``length`` and the CRC, and the CRC is ``masked``."""
     if size < length:
         reason = f"file ends inside the payload ({size} of {length} bytes)"
         raise RecordError(path, index, offset, reason)
@@ -394,12 +393,11 @@ def iter_records(
 ) -> Iterator[bytes] | Iterator[tuple[int, bytes]]:
     """Yield the payload of every record in a TFRecord file, checking both CRCs.
 
-    Plain Python (notebook 02, "Read them again in plain Python"); ``python -m benchmarks
-    records`` compares it with TensorFlow's readers. With ``offsets=True`` yield ``(offset,
-    payload)``: where the header starts in the (uncompressed) stream (notebook 06). A record
-    over ``max_record_bytes`` (default 256 MiB) is refused before it is read. Raises RecordError
-    at the first damaged or too long record (those before it are yielded), ValueError for an
-    unknown ``compression``, FileNotFoundError if there is no file.
+    Plain Python (notebook 02, "Read them again in plain Python"; ``python -m benchmarks records``
+    times it against TensorFlow). With ``offsets=True`` yield ``(offset, payload)``, where the
+    header starts in the (uncompressed) stream (notebook 06). A record over ``max_record_bytes``
+    (default 256 MiB) is refused unread. Raises RecordError at the first damaged or too long record,
+    ValueError for an unknown ``compression``, FileNotFoundError if there is no file.
     """
     limit = _MAX_RECORD_BYTES if max_record_bytes is None else max_record_bytes
     limit = check_int(limit, "max_record_bytes", minimum=0)
@@ -408,22 +406,19 @@ def iter_records(
 
 
 def verify(path: str | os.PathLike, compression: str | None = None) -> int:
-    """Check every record of a TFRecord file, streaming (small memory); return how many.
-    RecordError at the first damaged record, naming the file, index and byte offset;
-    ValueError, FileNotFoundError as :func:`iter_records`."""
+    """Check every record of a TFRecord file, streaming (small memory); return how many. Raises as
+    :func:`iter_records`: RecordError at the first damaged record (file, index, byte offset)."""
     return sum(1 for _ in _records(Path(path), check_compression(compression), None))
 
 
 def detect_compression(path: str | os.PathLike) -> str | None:
-    """Tell from its first bytes how a record file is stored: ``None``, ``"GZIP"`` or ``"ZLIB"``.
-    A valid first header (or an empty file) means plain; else the GZIP magic GZIP, a valid zlib
-    header ZLIB (notebook 06). RecordError for a non-empty file that is none of the three (record
-    0, byte 0); FileNotFoundError if there is no file."""
+    """How a record file is stored, told by its first bytes (notebook 06): ``None`` for a valid
+    first header or an empty file, else ``"GZIP"`` for the GZIP magic, ``"ZLIB"`` for a zlib
+    header. RecordError (record 0, byte 0) if none fits; FileNotFoundError if there is no file."""
     with open(path, "rb") as stream:
         start = stream.read(_HEADER_SIZE)
-    if not start:
-        return None
-    if len(start) == _HEADER_SIZE and masked_crc32c(start[:8]) == _HEADER.unpack(start)[1]:
+    plain = len(start) == _HEADER_SIZE and masked_crc32c(start[:8]) == _HEADER.unpack(start)[1]
+    if plain or not start:
         return None
     if start.startswith(_GZIP_MAGIC):
         return "GZIP"
