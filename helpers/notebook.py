@@ -17,8 +17,7 @@ def prepare_tensorflow(seed: int = 0, deterministic_ops: bool = True) -> None:
     seed = check_seed(seed)
     os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"  # C++ INFO, WARNING and ERROR lines
     os.environ["TF_ENABLE_ONEDNN_OPTS"] = "0"  # the oneDNN notice ignores the log level
-    # A pooling allocator (a value you set wins): by default every freed batch buffer goes back
-    # to the system and is page-faulted in again, a quarter of notebook 03's CPU (bench_pipeline)
+    # Pool freed buffers (unless set): faulting them in again was 1/4 of notebook 03's CPU time
     os.environ.setdefault("TF_CPU_ALLOCATOR_USE_BFC", "true")
 
     import absl.logging

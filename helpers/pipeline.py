@@ -129,8 +129,7 @@ def crop_or_pad(image, mask, size: tuple[int, int], position=None):
 
     size = _check_size(size)
     shape, target = tf.shape(image)[:2], tf.constant(size)
-    excess = tf.maximum(shape - target, 0)  # rows and columns to crop away
-    missing = tf.maximum(target - shape, 0)  # rows and columns to pad
+    excess, missing = tf.maximum(shape - target, 0), tf.maximum(target - shape, 0)  # crop, pad
     if position is None:  # centred
         start, before = excess // 2, missing // 2
     else:  # each offset uniform in [0, limit]
@@ -158,9 +157,9 @@ def voc_batches(
 ):
     """Batches ``(images uint8 [B, H, W, 3], masks uint8 [B, H, W, 1])`` from VOC TFRecord files
     (notebook 03, "Save the pipeline as voc_batches"); "auto" detects ``encoding`` and
-    ``compression``. Raises TypeError (a size or seed not an int), FileNotFoundError, ValueError
-    (bad argument, files that disagree, record 0 in neither schema) or RecordError naming the
-    file; later, InvalidArgumentError names the file and index of a record that does not add up."""
+    ``compression``. TypeError (a size or seed not an int), FileNotFoundError, ValueError (bad
+    argument, files that disagree, record 0 in neither schema) or RecordError name the file;
+    later, InvalidArgumentError names file and index of a record that does not add up."""
     import tensorflow as tf
 
     batch_size = check_int(batch_size, "batch_size", minimum=1)

@@ -92,7 +92,6 @@ def _parsed(where: str, parse, *args, **kwargs):
 
 
 def _spec(labels: object) -> dict:
-    """The feature spec of a day file's records, with ``labels`` the spec of ``frame/labels``."""
     import tensorflow as tf
 
     fixed = tf.io.FixedLenFeature

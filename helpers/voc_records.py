@@ -71,9 +71,8 @@ def split_order(
 def record_payload(
     root: str | os.PathLike, image_id: str, task: str = "segmentation", encoding: str = "raw"
 ) -> bytes:
-    """One image's serialized record as both engines of ``convert-voc`` write it (notebook 08), by
-    protobuf alone. VOCError naming the id and file for bad input; ValueError for an unknown
-    ``task`` or ``encoding``."""
+    """One image's serialized record as both ``convert-voc`` engines write it, by protobuf alone
+    (notebook 08). VOCError naming id and file for bad input; ValueError: bad task or encoding."""
     _check_task(task, encoding)
     if task == "detection":
         from helpers.detection import _detection_payload
@@ -110,9 +109,8 @@ def convert_split(
     index: bool = False,
 ) -> list[Path]:
     """Write a split's records in :func:`split_order` by :func:`helpers.records.write_sharded`;
-    return the paths (notebook 02, "Make it sturdy"). An error leaves no output. FileExistsError
-    if a shard exists and not ``overwrite``; VOCError for a bad split or pair (naming the id and
-    file); TypeError or ValueError for a bad ``num_shards``, ``encoding`` or ``compression``."""
+    return the paths (notebook 02, "Make it sturdy"); an error leaves no output. Raises as
+    ``write_sharded``, ValueError for a bad ``encoding``, VOCError for a bad split or pair."""
     _check_task(task, encoding)
 
     def payloads() -> Iterator[bytes]:  # runs only once write_sharded has checked the names
