@@ -88,11 +88,10 @@ def convert_with_beam(
     Beam runs in a process of its own: its FnApiRunner, one worker process per core, unless
     ``beam_options`` (``["--runner=FlinkRunner", ...]``) say otherwise; its logging shows only if
     ``verbose``; it is stopped after ``timeout`` seconds (``None``: never). Every worker must see
-    the folders (a shared mount on a cluster).
-
-    Raises FileExistsError, helpers.voc.VOCError, TypeError, ValueError as ``convert_split`` (all
-    but a bad pair's before Beam starts), ValueError for a bad Beam option, RuntimeError if the
-    pipeline fails otherwise (Beam's message), TimeoutError after ``timeout`` seconds.
+    the folders (a shared mount on a cluster). Raises FileExistsError, helpers.voc.VOCError,
+    TypeError, ValueError as ``convert_split`` (all but a bad pair's before Beam starts),
+    ValueError for a bad Beam option, RuntimeError if the pipeline fails otherwise (Beam's
+    message), TimeoutError after ``timeout`` seconds.
     """
     _check_task(task, encoding)
     paths = records._shard_paths(out_prefix, num_shards, compression, index)
@@ -112,9 +111,8 @@ def convert_with_beam(
             for temp in temps[len(ids) :]:  # shards that receive no record: valid empty files
                 records.write_records(temp, [], compression)
             if index:  # each shard's .index, from one walk over its headers
-                pairs.extend(
-                    [records._write_index(p, np.diff(build_index(t)).tolist()) for t, p in pairs]
-                )
+                sizes = {path: np.diff(build_index(temp)).tolist() for temp, path in pairs}
+                pairs += [records._write_index(path, n) for path, n in sizes.items()]
             records._commit(pairs, overwrite)
         finally:
             for temp, _ in pairs:  # and the temporary files of a worker's write_records
@@ -127,11 +125,10 @@ _CHILD = "import helpers.beam as b; b._child()"  # what the pipeline's process r
 
 
 def _run_in_child(job: dict, verbose: bool, timeout: float | None = None) -> None:
-    """Run the pipeline in a fresh Python process; raise what went wrong there, here.
-
-    It keeps Beam's state, logging and workers from the caller (in IPython Beam turns interactive
-    and its workers write to descriptor 2, which a cell shows; quiet, that goes to os.devnull).
-    It and its workers are one process group, all stopped after ``timeout`` seconds."""
+    """Run the pipeline in a fresh Python process; raise what went wrong there, here. That keeps
+    Beam's state, logging and workers from the caller (in IPython Beam turns interactive; its
+    workers write to descriptor 2, which a cell shows, unless quiet). It and its workers are one
+    process group, all stopped after ``timeout`` seconds."""
     env = {**os.environ, **{k: os.environ.get(k) or v for k, v in _QUIET_TF.items()}}
     stderr = None if verbose else subprocess.DEVNULL
     with subprocess.Popen([sys.executable, "-c", _CHILD], stdin=subprocess.PIPE, text=True,
