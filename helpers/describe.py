@@ -54,11 +54,10 @@ _MAX_VALUES, _MAX_BYTES, _MAX_STEPS = 8, 32, 3  # how much of one record format_
 @functools.cache
 def _message(name: str) -> type:
     """The class of ``tensorflow.<name>``, built in a pool of its own (apart from TensorFlow's)."""
-    from google.protobuf import descriptor_pb2, descriptor_pool, message_factory, text_format
+    from google.protobuf import descriptor_pb2, message_factory, text_format
 
-    pool = descriptor_pool.DescriptorPool()
-    pool.Add(text_format.Parse(_SCHEMA, descriptor_pb2.FileDescriptorProto()))
-    return message_factory.GetMessageClass(pool.FindMessageTypeByName(f"tensorflow.{name}"))
+    file = text_format.Parse(_SCHEMA, descriptor_pb2.FileDescriptorProto())
+    return message_factory.GetMessages([file])[f"tensorflow.{name}"]
 
 
 def _example_bytes(features: dict[str, tuple[str, list]]) -> bytes:
