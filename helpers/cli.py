@@ -36,11 +36,10 @@ def _compression(text: str) -> str | None:
 
 def _each_file(args: argparse.Namespace, work: Callable[[Path, str | None], object]) -> int:
     """Run ``work(path, compression)`` on every file; report problems; return how many failed."""
-    failed = 0
+    asked, failed = args.compression, 0
     for path in args.files:
         compression = None
         try:
-            asked = args.compression
             compression = detect_compression(path) if asked is _DETECT else asked
             failed += work(path, compression) is False
         except RecordError as error:

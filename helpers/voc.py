@@ -106,9 +106,8 @@ def read_split(root: _PathLike, split: str, folder: str = "Segmentation") -> lis
 def _open(path: Path, what: str, image_id: str) -> Image.Image:
     """Fully decode an image file; VOCError naming the id and file if it fails or is a bomb."""
     try:
-        with warnings.catch_warnings():  # over Image.MAX_IMAGE_PIXELS: refused, not decoded
-            warnings.simplefilter("error", Image.DecompressionBombWarning)
-            image = Image.open(path)
+        with warnings.catch_warnings(action="error", category=Image.DecompressionBombWarning):
+            image = Image.open(path)  # over Image.MAX_IMAGE_PIXELS: refused, not decoded
         image.load()  # decodes every pixel: a truncated or corrupt file fails here
     except (Image.DecompressionBombWarning, Image.DecompressionBombError) as error:
         raise VOCError(f"{what} of image id {image_id!r} is too large: {path} ({error})") from None
@@ -130,7 +129,6 @@ def load_image(root: _PathLike, image_id: str) -> np.ndarray:
 
 
 def _read_jpeg(root: _PathLike, image_id: str) -> bytes:
-    """The bytes of the photo file of ``image_id``; VOCError if it is not a JPEG file."""
     path = image_path(root, image_id)
     if not (jpeg := path.read_bytes()).startswith(_JPEG_MAGIC):
         raise VOCError(f"photo of image id {image_id!r} is not a JPEG file: {path}")
