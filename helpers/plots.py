@@ -8,7 +8,6 @@ from helpers import voc
 
 
 def _as_mask(mask) -> np.ndarray:
-    """A uint8 [H, W] array from an [H, W] or [H, W, 1] mask (NumPy or tensor)."""
     mask = np.asarray(mask)
     mask = mask[..., 0] if mask.ndim == 3 and mask.shape[-1] == 1 else mask
     if mask.ndim != 2 or mask.dtype != np.uint8:
