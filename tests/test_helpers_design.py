@@ -19,9 +19,8 @@ import pytest
 ROOT = Path(__file__).resolve().parents[1]
 HELPERS = ROOT / "helpers"
 MODULES = sorted(p for p in HELPERS.glob("*.py") if p.name != "__main__.py")
-# The budget is 2,500 lines (issue 24). Not met yet: 2,548 with the all-or-nothing commit,
-# the index files and the random-access view. The limit holds what was reached, no more.
-MAX_LINES, MAX_PUBLIC_NAMES = 2548, 80
+# The 2,500-line budget (issue 24) is met; new code makes room for itself within it.
+MAX_LINES, MAX_PUBLIC_NAMES = 2500, 80
 
 
 def public_names(path: Path) -> list[str]:
