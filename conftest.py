@@ -33,20 +33,20 @@ import forked_kernels  # noqa: E402  (tests/forked_kernels.py)
 # Heaviest first (seconds per group, as `python -m benchmarks suite` lists them): the groups
 # of tests are handed to the two workers in this order, then everything else in file order.
 HEAVIEST_FIRST = [
-    "notebooks/10_shuffle_globally_at_speed.ipynb",
     "notebooks/07_train_from_tfrecords.ipynb",
+    "notebooks/10_shuffle_globally_at_speed.ipynb",
+    "notebooks/03_read_shuffled_batches.ipynb",
     "notebooks/04_measure_shuffle_bias.ipynb",
     "notebooks/08_convert_at_scale_with_beam.ipynb",
-    "notebooks/03_read_shuffled_batches.ipynb",
     "tests/test_docs_site.py",
-    "notebooks/05_read_consecutive_frames.ipynb",
-    "notebooks/02_write_read_voc_tfrecords.ipynb",
-    "tests/test_beam.py",
-    "notebooks/09_write_read_variable_length_features.ipynb",
     "tests/test_pipeline.py",
+    "notebooks/05_read_consecutive_frames.ipynb",
+    "tests/test_documented_commands.py",
+    "tests/test_beam.py",
+    "notebooks/02_write_read_voc_tfrecords.ipynb",
+    "notebooks/09_write_read_variable_length_features.ipynb",
     "notebooks/01_roundtrip_raw_bytes.ipynb",
     "notebooks/06_inspect_tfrecord_files.ipynb",
-    "tests/test_documented_commands.py",
 ]
 
 
