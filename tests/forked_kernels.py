@@ -4,8 +4,7 @@ Every notebook's Setup cell imports TensorFlow: about 3 CPU-seconds, a third of 
 shorter notebooks, and `make test` starts twenty kernels. So pytest starts one *zygote* that
 imports TensorFlow, SciPy's stats and ipykernel the way a notebook kernel would (with the
 environment `helpers.notebook.prepare_tensorflow` sets), and forks a kernel from it for every
-kernel start.
-The kernel still runs every cell of the notebook, in a process of its own.
+kernel start. The kernel still runs every cell of the notebook, in a process of its own.
 
 jupyter_client does not know: where it would run ``python -m ipykernel_launcher -f FILE``,
 ``install()`` makes it run this file as a small *stand-in* process instead. The stand-in
@@ -25,8 +24,6 @@ import socket
 import sys
 
 STREAMS = [0, 1, 2]  # the stand-in's stdin, stdout and stderr become the kernel's own
-
-
 SOCKET = "FORKED_KERNELS_SOCKET"  # the zygote's address, for the processes pytest starts
 
 

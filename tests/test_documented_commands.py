@@ -20,7 +20,7 @@ NOT_RUN = {
     "make lab": "starts a JupyterLab server and waits for a browser",
     "VOC_ROOT=/path/to/VOCdevkit/VOC2012 make lab": "needs a VOC2012 download and starts a server",
     "make test": "is this test suite (CI runs it through .ci/run)",
-    "make stability": "runs the notebook checks twice (minutes); CI runs them once",
+    "make stability": "runs the notebook checks four times (minutes); CI runs them once",
     "make notebooks": "rewrites every notebook in place; the same script is run below on a copy",
     "make bench": "takes minutes and measures time, which tests never do",
     "python -m benchmarks beam": "takes minutes and measures time, which tests never do",
