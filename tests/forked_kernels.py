@@ -115,10 +115,18 @@ def serve(path: str) -> None:
                     return
                 continue
             connection, _ = listener.accept()
-            message, fds, _, _ = socket.recv_fds(connection, 1 << 20, len(STREAMS))
-            if os.fork() == 0:
+            fds = []
+            try:  # a request that cannot be read ends its stand-in, not the zygote
+                message, fds, _, _ = socket.recv_fds(connection, 1 << 20, len(STREAMS))
+                size, message = int.from_bytes(message[:8], "little"), message[8:]
+                while len(message) < size and (more := connection.recv(size - len(message))):
+                    message += more
+                request = json.loads(message)
+            except (OSError, ValueError):
+                request = None
+            if request is not None and os.fork() == 0:
                 listener.close()
-                run_kernel(connection, json.loads(message), fds)
+                run_kernel(connection, request, fds)
             connection.close()
             for fd in fds:
                 os.close(fd)
@@ -160,8 +168,8 @@ def stand_in(path: str, argv: list[str]) -> int:
     """Have the zygote fork a kernel with ``argv``; live as long as it does."""
     connection = socket.socket(socket.AF_UNIX)
     connection.connect(path)
-    request = {"argv": argv, "cwd": os.getcwd(), "env": dict(os.environ)}
-    socket.send_fds(connection, [json.dumps(request).encode()], STREAMS)
+    request = json.dumps({"argv": argv, "cwd": os.getcwd(), "env": dict(os.environ)}).encode()
+    socket.send_fds(connection, [len(request).to_bytes(8, "little"), request], STREAMS)
     reply = b""
     while not reply.endswith(b"\n"):
         reply += connection.recv(32) or sys.exit("the kernel did not start")

@@ -2,6 +2,7 @@
 
 import os
 import signal
+import socket
 import sys
 import time
 from pathlib import Path
@@ -77,3 +78,22 @@ def test_a_killed_stand_in_takes_its_kernel_with_it(kernel):
     while is_running(pid) and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not is_running(pid)
+
+
+def test_a_request_the_zygote_cannot_read_ends_only_that_request(kernel):
+    with socket.socket(socket.AF_UNIX) as bad:
+        bad.connect(os.environ[forked_kernels.SOCKET])
+        bad.sendall((100).to_bytes(8, "little") + b"{not json")
+        bad.shutdown(socket.SHUT_WR)
+        assert bad.recv(32) == b""  # closed, no kernel started
+    manager, client = kernel
+    assert run(client, "print(6 * 7)") == "42\n"  # the kernel forked before it still works
+    another = KernelManager(kernel_name="python3")
+    another.start_kernel()
+    client = another.client()
+    client.start_channels()
+    try:
+        client.wait_for_ready(timeout=60)  # and the zygote still forks new ones
+    finally:
+        client.stop_channels()
+        another.shutdown_kernel(now=True)
