@@ -148,9 +148,10 @@ def tab(browser, base: str):
         page.close()
 
 
-def visit(tab, base: str, path: str, screenshot: Path | None = None) -> Page:
-    """Open one page (path may carry a query) in ``tab``, wait for it to load, collect its facts."""
-    page, errors = tab
+def visit(reader, base: str, path: str, screenshot: Path | None = None) -> Page:
+    """Open one page (path may carry a query) in ``reader`` (a :func:`tab`), wait for it to
+    load, collect its facts."""
+    page, errors = reader
     errors.clear()
     page.goto(base + path, wait_until="load")
     facts = page.evaluate(PAGE_FACTS)
@@ -348,10 +349,7 @@ def test_the_api_page_lists_every_public_helper(checked):
 
 
 def test_search_finds_a_helper_by_name(browser, site):
-    with serve(site) as base:
-        page = browser.new_page()
-        errors = []
-        page.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    with serve(site) as base, tab(browser, base) as (page, errors):
         page.goto(base + "search.html?q=voc_batches")
         # Sphinx shows the results one by one, then says "Search finished, found N pages".
         finished = "#search-results .search-summary:has-text('Search finished')"
@@ -361,7 +359,6 @@ def test_search_finds_a_helper_by_name(browser, site):
         )
         if SCREENSHOTS.is_dir():
             page.screenshot(path=SCREENSHOTS / "search_voc_batches.png")
-        page.close()
     assert base + "api.html#helpers.pipeline.voc_batches" in found
     assert errors == []
 
