@@ -130,10 +130,9 @@ def _run_in_child(job: dict, verbose: bool, timeout: float | None = None) -> Non
     workers write to descriptor 2, which a cell shows, unless quiet). It and its workers are one
     process group, all stopped after ``timeout`` seconds."""
     env = {**os.environ, **{k: os.environ.get(k) or v for k, v in _QUIET_TF.items()}}
-    stderr = None if verbose else subprocess.DEVNULL
     with subprocess.Popen([sys.executable, "-c", _CHILD], stdin=subprocess.PIPE, text=True,
-                          stdout=subprocess.PIPE, stderr=stderr, env=env,
-                          start_new_session=True) as child:  # fmt: skip
+                          stdout=subprocess.PIPE, stderr=None if verbose else subprocess.DEVNULL,
+                          env=env, start_new_session=True) as child:  # fmt: skip
         try:
             out, _ = child.communicate(json.dumps(job), timeout=timeout)
         except subprocess.TimeoutExpired:
@@ -158,9 +157,8 @@ def _child() -> None:
     try:
         import apache_beam as beam
 
-        options = _pipeline_options(job["options"], job["verbose"])
         args = job["root"], job["task"], job["encoding"], len(job["temps"])
-        with beam.Pipeline(options=options) as pipeline:
+        with beam.Pipeline(options=_pipeline_options(job["options"], job["verbose"])) as pipeline:
             _ = (
                 pipeline
                 | "Number the ids" >> beam.Create(list(enumerate(job["ids"])))

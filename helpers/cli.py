@@ -126,9 +126,8 @@ def _convert_voc(args: argparse.Namespace) -> int:
 
 
 _FILES = "files", {"nargs": "+", "type": Path, "metavar": "FILE", "help": "the files"}
-# fmt: off
-_STORED = "--compression", {"type": _compression, "default": _DETECT,
-                            "help": "how FILE is stored (default: detected from its first bytes)"}
+_STORED = "--compression", {"type": _compression, "default": _DETECT, "help": "how FILE is "
+                            "stored (default: detected from its first bytes)"}  # fmt: skip
 _COMMANDS = {  # name: (run, help, rest of the description, [(flags, add_argument keywords)])
     "convert-voc": (
         _convert_voc,
@@ -181,8 +180,7 @@ _COMMANDS = {  # name: (run, help, rest of the description, [(flags, add_argumen
         [_FILES, _STORED, ("--show", {"type": _int_at_least(0, "a record index (0, 1, ...)"),
                                       "metavar": "N", "help": "also print record N readably"})],
     ),
-}
-# fmt: on
+}  # fmt: skip
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -30,8 +30,7 @@ def _detection_payload(root: str | os.PathLike, image_id: str) -> bytes:
     """:func:`detection_example`, serialized without TensorFlow."""
     annotation = voc.load_annotation(root, image_id)
     height, width = voc.load_image(root, image_id).shape[:2]  # decodes every pixel
-    path = voc.image_path(root, image_id)
-    jpeg = voc._read_jpeg(root, image_id)
+    path, jpeg = voc.image_path(root, image_id), voc._read_jpeg(root, image_id)
     if (height, width) != (annotation.height, annotation.width):
         sizes = f"{width}x{height}, annotation says {annotation.width}x{annotation.height}"
         raise voc.VOCError(f"photo of image id {image_id!r} is {sizes}: {path}")

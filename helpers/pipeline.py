@@ -173,8 +173,7 @@ def voc_batches(
         return records.enumerate(start=number * _FILE_STRIDE)
 
     file_list = tf.data.Dataset.from_tensor_slices((names, tf.range(len(names), dtype=tf.int64)))
-    if shuffle_buffer:
-        file_list = file_list.shuffle(len(names), seed=seed)
+    file_list = file_list.shuffle(len(names), seed=seed) if shuffle_buffer else file_list
     cycle = min(len(names), 4) if shuffle_buffer else 1  # files read at once
     parallel = {"num_parallel_calls": tf.data.AUTOTUNE, "deterministic": True}
     records = file_list.interleave(read, cycle_length=cycle, block_length=1, **parallel)

@@ -424,5 +424,4 @@ def detect_compression(path: str | os.PathLike) -> str | None:
         return "GZIP"
     if len(start) >= 2 and start[0] == 0x78 and (start[0] << 8 | start[1]) % 31 == 0:
         return "ZLIB"
-    reason = "neither a TFRecord file nor a GZIP- or ZLIB-compressed one"
-    raise RecordError(path, 0, 0, reason)
+    raise RecordError(path, 0, 0, "neither a TFRecord file nor a GZIP- or ZLIB-compressed one")

@@ -69,10 +69,9 @@ def write_day(
     frame"). ValueError (file, frame) for lengths that differ, timestamps not increasing, labels
     not finite, frames not JPEG or of two sizes; FileExistsError (``overwrite`` replaces)."""
     labels, stamps = _check_day(str(path), jpegs, labels, timestamps)
-    frames = zip(jpegs, stamps.tolist(), labels.tolist(), strict=True)
     features = (
         {_ENCODED: ("bytes", [jpeg]), _TIMESTAMP: ("int64", [stamp]), _LABELS: ("float", row)}
-        for jpeg, stamp, row in frames
+        for jpeg, stamp, row in zip(jpegs, stamps.tolist(), labels.tolist(), strict=True)
     )
     return write_records(path, map(_example_bytes, features), overwrite=overwrite)
 

@@ -19,11 +19,10 @@ VOC_CLASSES: tuple[str, ...] = (
     "sheep", "sofa", "train", "tvmonitor",
 )  # fmt: skip
 
-_JPEG_MAGIC = b"\xff\xd8\xff"
-
 #: Mask value for "not labelled" (object outlines, ambiguous regions); losses ignore it.
 VOID_LABEL = 255
 
+_JPEG_MAGIC = b"\xff\xd8\xff"
 _FOLDERS = ("JPEGImages", "SegmentationClass", "ImageSets/Segmentation")
 _PLAIN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
 _VALID = frozenset(range(len(VOC_CLASSES))) | {VOID_LABEL}

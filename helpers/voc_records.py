@@ -40,8 +40,7 @@ def feature_spec(encoding: str) -> dict:
     _check_task("segmentation", encoding)
     import tensorflow as tf
 
-    dtypes = {"int64": tf.int64, "bytes": tf.string}
-    schema = _SCHEMAS[encoding]
+    dtypes, schema = {"int64": tf.int64, "bytes": tf.string}, _SCHEMAS[encoding]
     return {k: tf.io.FixedLenFeature([], dtypes[schema[k]], _OPTIONAL.get(k)) for k in schema}
 
 
