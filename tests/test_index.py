@@ -309,6 +309,20 @@ def test_a_replaced_or_resized_file_is_named_before_a_batch_is_read(tmp_path):
     )
 
 
+def test_single_reads_check_their_file_at_its_first_and_every_256th_read(tmp_path):
+    path, other = tmp_path / "a.tfrecord", tmp_path / "b.tfrecord"
+    write_records(path, PAYLOADS)
+    write_records(other, PAYLOADS[::-1])
+    with RecordView(path) as view:
+        assert view[1] == PAYLOADS[1]  # the first read checks the file
+        os.replace(other, path)  # same size, another file: the view keeps the bytes it opened
+        assert [view[i % 40] for i in range(2, 257)] == [PAYLOADS[i % 40] for i in range(2, 257)]
+        with pytest.raises(RecordError, match="the file was replaced since the view opened it"):
+            view[0]  # the 257th read checks again
+        with pytest.raises(RecordError, match="the file was replaced"):
+            view[[0]]  # a batch checks every time
+
+
 _WORKER = """
 import pickle, sys
 view = pickle.loads(sys.stdin.buffer.read())
