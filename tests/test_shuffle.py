@@ -116,11 +116,13 @@ def test_dataset_follows_the_permutation_and_reshuffles_each_pass(tmp_path):
 
 def test_batches_of_records_come_in_the_same_order_with_their_count_known(tmp_path):
     files = write_sorted(tmp_path, 1_000)
-    dataset = global_shuffle_dataset(files, seed=2, batch_size=256)
-    assert int(dataset.cardinality()) == 4
-    batches = [[RECORD.unpack(x)[0] for x in batch] for batch in dataset.as_numpy_iterator()]
-    assert [len(b) for b in batches] == [256, 256, 256, 232]
-    assert sum(batches, []) == permutation(1_000, 2).tolist()
+    # read_batch: records per call into Python, rounded down to whole batches (at least one)
+    for read_batch in [1, 255, 256, 300, 512, 1_000, 1_024, 5_000]:
+        dataset = global_shuffle_dataset(files, seed=2, read_batch=read_batch, batch_size=256)
+        assert int(dataset.cardinality()) == 4
+        batches = [[RECORD.unpack(x)[0] for x in batch] for batch in dataset.as_numpy_iterator()]
+        assert [len(b) for b in batches] == [256, 256, 256, 232]
+        assert sum(batches, []) == permutation(1_000, 2).tolist()
     ones = global_shuffle_dataset(files, seed=2, batch_size=1)  # the smallest batch there is
     assert [len(batch) for batch in ones.take(3).as_numpy_iterator()] == [1, 1, 1]
     assert int(ones.cardinality()) == 1_000
