@@ -33,10 +33,8 @@ def permutation(num_records: int, seed: int, epoch: int = 0) -> np.ndarray:
     ValueError for a negative one.
     """
     num_records = check_int(num_records, "num_records", minimum=0)
-    seed = check_seed(seed)
-    epoch = check_int(epoch, "epoch", minimum=0)
-    order = np.random.default_rng([seed, epoch]).permutation(num_records)
-    return order.astype(np.int64, copy=False)
+    rng = np.random.default_rng([check_seed(seed), check_int(epoch, "epoch", minimum=0)])
+    return rng.permutation(num_records).astype(np.int64, copy=False)
 
 
 def global_shuffle_dataset(
@@ -49,14 +47,14 @@ def global_shuffle_dataset(
 ) -> tf.data.Dataset:
     """A ``tf.data.Dataset`` of every record of ``files``, in a uniformly random order.
 
-    Pass ``k`` over the dataset yields every record once, in the order of ``permutation(n, seed,
-    epoch=k)`` (``epoch=0`` always without reshuffling), as scalar ``tf.string`` tensors like
-    ``tf.data.TFRecordDataset``'s. Slices of ``read_batch`` numbers are read with
-    :class:`~helpers.index.RecordView` in ``tf.numpy_function`` (``parallel_reads`` at a time,
-    ``None``: AUTOTUNE; order kept), as in notebook 04. Memory: 16 bytes per record (index and
-    permutation), never the data. The cardinality is known, so Keras shows a total per epoch. With
-    ``batch_size``, elements are vectors of that many records (the last may be shorter; slices are
-    whole batches), ready for ``tf.io.parse_example``. ``benchmarks/bench_shuffle.py`` measures it.
+    Pass ``k`` yields every record once, in the order of ``permutation(n, seed, epoch=k)``
+    (``epoch=0`` always without reshuffling), as scalar ``tf.string`` tensors. Slices of
+    ``read_batch`` numbers are read with :class:`~helpers.index.RecordView` in ``tf.numpy_function``
+    (``parallel_reads`` at a time, ``None``: AUTOTUNE; order kept). Memory: 16 bytes per record
+    (index and permutation), never the data. The cardinality is known: Keras shows a total. With
+    ``batch_size``, elements are vectors of that many records (the last may be shorter) for
+    ``tf.io.parse_example``; a slice is whole batches then, at most 1 MiB unless one batch is more.
+    ``benchmarks/bench_shuffle.py`` times it.
 
     Raises:
         TypeError: for a ``seed``, ``read_batch``, ``parallel_reads`` or ``batch_size`` not an int.
@@ -70,40 +68,44 @@ def global_shuffle_dataset(
 
     seed = check_seed(seed)
     read_batch = check_int(read_batch, "read_batch", minimum=1)
-    if batch_size is not None:  # whole batches per call: a call into Python costs 0.2 ms
+    if batch_size is not None:
         batch_size = check_int(batch_size, "batch_size", minimum=1)
-        read_batch = max(read_batch // batch_size, 1) * batch_size
     if parallel_reads is not None:
         parallel_reads = check_int(parallel_reads, "parallel_reads", minimum=1)
     parallel = parallel_reads or tf.data.AUTOTUNE
     view = RecordView(files)
+    if batch_size:  # whole batches per call, up to 1 MiB of records: a call costs about 0.2 ms
+        per_mib = 2**20 * len(view) // max(sum(map(os.path.getsize, view.paths)), 1)
+        read_batch = max(min(read_batch, per_mib) // batch_size, 1) * batch_size
     passes = itertools.count() if reshuffle_each_iteration else itertools.repeat(0)
     width = batch_size or read_batch  # records per vector a read hands on
-    whole = len(view) - len(view) % read_batch if batch_size else len(view)  # then a batch a read
 
     @functools.lru_cache(maxsize=1)  # the permutation of the pass being read: 8 bytes a record
     def order(epoch: int) -> np.ndarray:
         return permutation(len(view), seed, epoch)
 
-    def read(epoch: np.ndarray, start: np.ndarray, stop: np.ndarray) -> list[np.ndarray]:
-        records = np.array(view[order(int(epoch))[start:stop]], dtype=object)
-        return np.split(records, range(width, len(records), width))
+    def read(epoch: np.ndarray, start: np.ndarray) -> list[np.ndarray]:  # the last ones may be []
+        records = np.array(view[order(int(epoch))[start : start + read_batch]], dtype=object)
+        return np.split(records, range(width, read_batch, width))
 
-    def part(epoch: tf.Tensor, first: int, last: int, step: int) -> tf.data.Dataset:
-        def read_op(start: tf.Tensor) -> list[tf.Tensor]:  # records [start, stop) as vectors
-            stop, types = tf.minimum(start + step, last), [tf.string] * (step // width)
-            vectors = tf.numpy_function(read, [epoch, start, stop], types, stateful=False)
-            return [tf.ensure_shape(vector, [None]) for vector in vectors]
+    def read_op(epoch: tf.Tensor, start: tf.Tensor) -> list[tf.Tensor] | tf.Tensor:
+        types = [tf.string] * (read_batch // width)
+        vectors = tf.numpy_function(read, [epoch, start], types, stateful=False)
+        vectors = [tf.ensure_shape(vector, [None]) for vector in vectors]
+        return vectors if len(vectors) > 1 else vectors[0]
 
-        reads = tf.data.Dataset.range(first, last, step).map(read_op, parallel, deterministic=True)
-        one, join = tf.data.Dataset.from_tensors, tf.data.Dataset.concatenate  # unbatch would copy
-        return reads.flat_map(lambda *vectors: functools.reduce(join, map(one, vectors)))
+    def slices(epoch: tf.Tensor) -> tf.data.Dataset:  # Python runs once a pass, tf.data per slice
+        return tf.data.Dataset.range(0, len(view), read_batch).map(lambda start: (epoch, start))
 
-    def reads(epoch: tf.Tensor) -> tf.data.Dataset:  # Python runs once a pass, tf.data per slice
-        return part(epoch, 0, whole, read_batch).concatenate(part(epoch, whole, len(view), width))
+    def one_by_one(*vectors: tf.Tensor) -> tf.data.Dataset:  # unbatch would copy every string
+        datasets = map(tf.data.Dataset.from_tensors, vectors)  # the last ones may be empty
+        joined = functools.reduce(tf.data.Dataset.concatenate, datasets)
+        return joined.filter(lambda vector: tf.size(vector) > 0)
 
     spec = tf.TensorSpec(shape=[], dtype=tf.int64)
     epochs = tf.data.Dataset.from_generator(lambda: [next(passes)], output_signature=spec)
-    records = epochs.flat_map(reads) if batch_size else epochs.flat_map(reads).unbatch()
+    reads = epochs.flat_map(slices).map(read_op, parallel, deterministic=True)
+    records = reads.flat_map(one_by_one) if read_batch > width else reads  # k vectors, or one
+    records = records if batch_size else records.unbatch()  # moves what it alone holds: no copy
     count = -(-len(view) // (batch_size or 1))  # elements per pass
     return records.apply(tf.data.experimental.assert_cardinality(count))
