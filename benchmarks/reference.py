@@ -23,8 +23,9 @@ HEADLINES = [
     ("RecordView in a uniform order vs `tf.data` in order", VIEW, "tf.data in order"),
     ("`global_shuffle_dataset` vs `shuffle(10_000)`", "global_shuffle_dataset (tf.data)",
      "tf.data shuffle(10_000)"),
-    ("Grain `MapDataset` over RecordView vs over ArrayRecord",
-     "Grain MapDataset over RecordView", "Grain MapDataset over ArrayRecord"),
+    *((f"Grain `MapDataset` over RecordView vs over ArrayRecord, {n} threads",
+       "Grain MapDataset over RecordView, num_threads=0",
+       f"Grain MapDataset over ArrayRecord, num_threads={n}") for n in (0, 2, 16)),
 ]  # fmt: skip
 
 
