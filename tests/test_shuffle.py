@@ -12,6 +12,7 @@ import pytest
 from scipy import stats
 
 from helpers import shuffle
+from helpers.index import RecordView
 from helpers.records import write_records
 from helpers.shuffle import global_shuffle_dataset, permutation
 
@@ -126,6 +127,33 @@ def test_batches_of_records_come_in_the_same_order_with_their_count_known(tmp_pa
     ones = global_shuffle_dataset(files, seed=2, batch_size=1)  # the smallest batch there is
     assert [len(batch) for batch in ones.take(3).as_numpy_iterator()] == [1, 1, 1]
     assert int(ones.cardinality()) == 1_000
+
+
+def test_batches_of_large_records_are_read_a_mebibyte_at_a_time(tmp_path, monkeypatch):
+    records = [RECORD.pack(i, 0) + bytes(300_000) for i in range(11)]  # 3 records per MiB
+    path = tmp_path / "large.tfrecord"
+    write_records(path, records)
+    slices = []
+    monkeypatch.setattr(shuffle, "RecordView", lambda files: Spy(RecordView(files), slices))
+    dataset = global_shuffle_dataset(path, seed=3, read_batch=1_024, batch_size=2)
+    batches = [[RECORD.unpack(x[:16])[0] for x in b] for b in dataset.as_numpy_iterator()]
+    assert [len(b) for b in batches] == [2, 2, 2, 2, 2, 1]
+    assert sum(batches, []) == permutation(11, 3).tolist()
+    assert sorted(slices) == [1, 2, 2, 2, 2, 2]  # whole batches; over 1 MiB only if one batch is
+
+
+class Spy:
+    """A RecordView that notes how many records each batched read asks for."""
+
+    def __init__(self, view, sizes):
+        self.view, self.sizes, self.paths = view, sizes, view.paths
+
+    def __len__(self):
+        return len(self.view)
+
+    def __getitem__(self, ids):
+        self.sizes.append(len(ids))
+        return self.view[ids]
 
 
 def test_read_batch_and_parallel_reads_do_not_change_the_order(tmp_path):
