@@ -26,7 +26,7 @@ _HEADER_SIZE = records._HEADER_SIZE
 _HEADER_AT, _FOOTER_AT = records._HEADER.unpack_from, records._CRC.unpack_from
 _CRC32C = google_crc32c.value
 _FRAME_SIZE = _HEADER_SIZE + records._FOOTER_SIZE  # what a record adds to its payload
-_HEADER_BYTES, _FOOTER_BYTES = np.arange(_HEADER_SIZE), np.arange(-4, 0)  # from start, from end
+_HEADER, _FOOTER = np.dtype([("length", "<u8"), ("crc", "<u4")]), np.dtype("<u4")  # packed
 _identity = operator.attrgetter("st_size", "st_ino")  # of os.stat: a changed or replaced file
 
 
@@ -167,20 +167,20 @@ class RecordView:
         files = np.searchsorted(self._first, numbers, side="right") - 1
         self._check_files(used := np.flatnonzero(np.bincount(files)).tolist())
         starts, ends = self._bounds[numbers + files], self._bounds[numbers + files + 1]
-        frames = np.empty((len(numbers), _FRAME_SIZE), np.uint8)  # each header, then footer
+        heads, stored = np.empty(len(numbers), _HEADER), np.empty(len(numbers), _FOOTER)
         for file, mine in ((f, np.flatnonzero(files == f)) for f in used):  # maps not held on to
-            at = np.hstack([starts[mine, None] + _HEADER_BYTES, ends[mine, None] + _FOOTER_BYTES])
-            frames[mine] = np.frombuffer(self._maps[file], np.uint8)[at]
-        lengths, stored = frames[:, :8].copy().view("<u8")[:, 0], frames[:, 8:].view("<u4")
+            data = self._maps[file]  # seen as a 12-byte header, and a CRC, at every byte offset
+            heads[mine] = np.ndarray(len(data) - 11, _HEADER, data, 0, (1,))[starts[mine]]
+            stored[mine] = np.ndarray(len(data) - 3, _FOOTER, data, 0, (1,))[ends[mine] - 4]
         # A header's CRC covers only its length: one CRC per distinct length checks them all.
-        sizes, which = np.unique(lengths, return_inverse=True)
+        sizes, which = np.unique(lengths := heads["length"], return_inverse=True)
         length_crcs = [records.masked_crc32c(size.to_bytes(8, "little")) for size in sizes.tolist()]
         bad = (lengths != (ends - starts - _FRAME_SIZE).astype(np.uint64)) | (
-            np.array(length_crcs, np.uint32)[which] != stored[:, 0])  # fmt: skip
-        maps, where = self._maps, zip(files.tolist(), starts.tolist(), ends.tolist(), strict=True)
-        payloads = [maps[file][start + _HEADER_SIZE : end - 4] for file, start, end in where]
-        crcs = np.fromiter(map(_CRC32C, payloads), np.int64, len(payloads))
-        bad |= records._mask(crcs) != stored[:, 1]  # _mask works on NumPy arrays too
+            np.array(length_crcs, np.uint32)[which] != heads["crc"])  # fmt: skip
+        firsts, lasts = (starts + _HEADER_SIZE).tolist(), (ends - 4).tolist()  # of each payload
+        maps, where = self._maps, zip(files.tolist(), firsts, lasts, strict=True)
+        payloads = [maps[file][first:last] for file, first, last in where]
+        bad |= records._mask(np.fromiter(map(_CRC32C, payloads), np.int64, len(payloads))) != stored
         for k in np.flatnonzero(bad)[:1].tolist():  # the careful path names the damage
             self._damaged(int(files[k]), int(numbers[k]), int(starts[k]), int(ends[k]))
         return payloads
