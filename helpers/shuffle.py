@@ -88,19 +88,19 @@ def global_shuffle_dataset(
         records = np.array(view[order(int(epoch))[start : start + read_batch]], dtype=object)
         return np.split(records, range(width, read_batch, width))
 
-    def read_op(epoch: tf.Tensor, start: tf.Tensor) -> list[tf.Tensor] | tf.Tensor:
+    def read_op(epoch: tf.Tensor, start: tf.Tensor) -> tuple[tf.Tensor, ...] | tf.Tensor:
         types = [tf.string] * (read_batch // width)
         vectors = tf.numpy_function(read, [epoch, start], types, stateful=False)
         vectors = [tf.ensure_shape(vector, [None]) for vector in vectors]
-        return vectors if len(vectors) > 1 else vectors[0]
+        return (start, *vectors) if len(vectors) > 1 else vectors[0]
 
     def slices(epoch: tf.Tensor) -> tf.data.Dataset:  # Python runs once a pass, tf.data per slice
         return tf.data.Dataset.range(0, len(view), read_batch).map(lambda start: (epoch, start))
 
-    def one_by_one(*vectors: tf.Tensor) -> tf.data.Dataset:  # unbatch would copy every string
-        datasets = map(tf.data.Dataset.from_tensors, vectors)  # the last ones may be empty
-        joined = functools.reduce(tf.data.Dataset.concatenate, datasets)
-        return joined.filter(lambda vector: tf.size(vector) > 0)
+    def one_by_one(start: tf.Tensor, *vectors: tf.Tensor) -> tf.data.Dataset:  # unbatch copies
+        datasets = map(tf.data.Dataset.from_tensors, vectors)  # filtering the empty: 1.6x slower
+        full = (tf.minimum(len(view) - start, read_batch) + width - 1) // width  # the rest are []
+        return functools.reduce(tf.data.Dataset.concatenate, datasets).take(full)
 
     spec = tf.TensorSpec(shape=[], dtype=tf.int64)
     epochs = tf.data.Dataset.from_generator(lambda: [next(passes)], output_signature=spec)
