@@ -25,9 +25,10 @@ Prints:
   own writer, ``group_size:1`` as Grain asks; 0, 2 and 16 threads, see ``GRAIN_THREADS``) and
   over the records in a list (what Grain costs when reading costs nothing), and ArrayRecord's
   own ``__getitems__`` on a permutation. All run in turn in every round (the order reversed
-  every other round, one warm-up round first); printed: records/s (median and range) of each,
-  and the issue's ratios, each the median of the per-round ratios, with the goal and whether
-  the worst round met it.
+  every other round, one warm-up round first), in 3 fresh processes one after another
+  (``SHOOTOUT_PROCESSES``); printed: records/s (median and range) of each, and the issue's
+  ratios, each the median of the per-round ratios of all processes, with the goal and
+  whether the worst round met it.
 """
 
 from __future__ import annotations
@@ -53,7 +54,11 @@ READ_BATCH = 1024
 # The shootout: record sizes in payload bytes (the first is the issue's headline), shards.
 RECORD_SIZES = (800, 100, 10_000)
 SHOOTOUT_SHARDS = 3
-SHOOTOUT_ROUNDS = 3  # timed rounds after the warm-up; every contender runs once per round
+SHOOTOUT_ROUNDS = 2  # timed rounds per process after its warm-up; each contender once a round
+# Fresh processes per record size: the same tf.data pipeline runs at a different speed in
+# different processes here (shuffle(10_000): 226,000 and 398,000 records/s), so one process
+# can favour one side. Ratios stay paired within a round.
+SHOOTOUT_PROCESSES = 3
 # array_record's writer: one record per group (Grain's ArrayRecordDataSource warns otherwise:
 # random access then decodes a whole group per record), no compression (TFRecord has none).
 ARRAY_RECORD_OPTIONS = "group_size:1,uncompressed"
@@ -397,8 +402,32 @@ def timed(epoch: Callable[[], int]) -> tuple[float, int]:
         return time.perf_counter() - start, count
 
 
-def shootout_size(size: int, rounds: int = SHOOTOUT_ROUNDS) -> dict:
-    """The shootout on records of ``size`` bytes; prints and returns records/s per contender."""
+def time_contenders(files: list[str], array_records: list[str], count: int, rounds: int) -> dict:
+    """Name -> seconds of each timed round, in this process (round 0 warms up: page cache,
+    tf.data graphs, threads; the order is reversed every other round)."""
+    from helpers.notebook import prepare_tensorflow
+
+    prepare_tensorflow()
+    contenders = shootout_contenders(files, array_records)
+    names = list(contenders)
+    times: dict[str, list[float]] = {name: [] for name in names}
+    for round_ in range(rounds + 1):
+        for name in names if round_ % 2 else names[::-1]:
+            elapsed, got = timed(contenders[name])
+            assert got == count, f"{name} read {got} records, not {count}"
+            if round_:
+                times[name].append(elapsed)
+    return times
+
+
+def shootout_size(
+    size: int, rounds: int = SHOOTOUT_ROUNDS, processes: int = SHOOTOUT_PROCESSES
+) -> dict:
+    """The shootout on records of ``size`` bytes, in ``processes`` fresh processes one after
+    another; prints and returns records/s per contender."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
     folder = work_dir(f"shootout-{size}")
     payloads = sized_payloads(size)
     files = write_sharded(folder / "sorted", payloads, SHOOTOUT_SHARDS, overwrite=True, index=True)
@@ -406,18 +435,16 @@ def shootout_size(size: int, rounds: int = SHOOTOUT_ROUNDS) -> dict:
     mean = sum(map(len, payloads)) / len(payloads)
     count = len(payloads)
     del payloads
-    contenders = shootout_contenders([str(f) for f in files], array_records)
-    names = list(contenders)
-    times: dict[str, list[float]] = {name: [] for name in names}
-    for round_ in range(rounds + 1):  # round 0 warms up (page cache, tf.data graphs, threads)
-        for name in names if round_ % 2 else names[::-1]:
-            elapsed, got = timed(contenders[name])
-            assert got == count, f"{name} read {got} records, not {count}"
-            if round_:
-                times[name].append(elapsed)
+    job = ([str(f) for f in files], array_records, count, rounds)
+    spawn = multiprocessing.get_context("spawn")  # a new interpreter each: nothing inherited
+    with ProcessPoolExecutor(1, mp_context=spawn, max_tasks_per_child=1) as pool:
+        runs = [pool.submit(time_contenders, *job).result() for _ in range(processes)]
+    names = list(runs[0])
+    times = {name: [s for run in runs for s in run[name]] for name in names}
     print(
         f"-- {count:,} label-sorted records of {mean:,.0f} bytes in {SHOOTOUT_SHARDS} shards, "
-        f"batches of {BATCH}, {rounds} rounds: records/s, median (range)"
+        f"batches of {BATCH}, {rounds} rounds in each of {processes} processes: records/s, "
+        "median (range)"
     )
     rates = {}
     for name in names:
@@ -426,6 +453,7 @@ def shootout_size(size: int, rounds: int = SHOOTOUT_ROUNDS) -> dict:
             "records_per_second_median": statistics.median(per_second),
             "records_per_second_range": [min(per_second), max(per_second)],
             "seconds": times[name],
+            "process_medians": [count / statistics.median(run[name]) for run in runs],
         }
         low, high = min(per_second), max(per_second)
         print(f"{name:<62} {statistics.median(per_second):>11,.0f} ({low:,.0f}-{high:,.0f})")
@@ -447,15 +475,18 @@ def shootout_size(size: int, rounds: int = SHOOTOUT_ROUNDS) -> dict:
         "shards": SHOOTOUT_SHARDS,
         "batch": BATCH,
         "rounds": rounds,
+        "processes": processes,
         "array_record_options": ARRAY_RECORD_OPTIONS,
         "strongest_baseline": strongest,
         "contenders": rates,
     }
 
 
-def shootout(sizes=RECORD_SIZES, rounds: int = SHOOTOUT_ROUNDS) -> None:
+def shootout(
+    sizes=RECORD_SIZES, rounds: int = SHOOTOUT_ROUNDS, processes: int = SHOOTOUT_PROCESSES
+) -> None:
     """Every way to read a label-sorted dataset for an epoch, side by side (issue 25)."""
-    EXTRA["shootout"] = {str(size): shootout_size(size, rounds) for size in sizes}
+    EXTRA["shootout"] = {str(size): shootout_size(size, rounds, processes) for size in sizes}
 
 
 if __name__ == "__main__":
