@@ -45,13 +45,16 @@ def comparison(record: dict, name: str) -> dict:
 def shuffle_table(record: dict) -> str:
     """The README's table: each goal's speed ratio per record size, median (range)."""
     sizes = list(record["shootout"])
-    rounds = {record["shootout"][s]["rounds"] for s in sizes}
+    runs = {(record["shootout"][s]["rounds"], record["shootout"][s]["processes"]) for s in sizes}
+    (rounds, processes), *others = sorted(runs)
+    assert not others, f"the record sizes were measured in different ways: {sorted(runs)}"
     load_1min = record["machine"]["load_average"][0]
     lines = [
         f"Reference run (`benchmarks/reference/shuffle.json`, commit {record['commit'][:7]}): "
         f"{record['machine']['cpus']} CPUs, load average {load_1min:.1f} at its end, "
         f"70,000 label-sorted records in 3 shards, batches of 256; speed ratio of a whole "
-        f"epoch, median over {'/'.join(map(str, sorted(rounds)))} alternating rounds (range).",
+        f"epoch, median over {rounds * processes} alternating rounds ({rounds} in each of "
+        f"{processes} fresh processes) with their range.",
         "",
         "| ratio | goal | " + " | ".join(f"{int(s):,} B" for s in sizes) + " |",
         "|---|---|" + "---|" * len(sizes),

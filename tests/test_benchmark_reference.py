@@ -51,10 +51,17 @@ def test_the_shuffle_reference_has_every_contender_at_every_record_size():
         run = result["shootout"][size]
         assert names is None or list(run["contenders"]) == names, f"{size} B: other contenders"
         names = list(run["contenders"])
+        rounds, processes = run["rounds"], run["processes"]
         for name, rate in run["contenders"].items():
-            assert len(rate["seconds"]) == run["rounds"] >= 3, f"{size} B {name}"
+            assert len(rate["seconds"]) == rounds * processes >= 3, f"{size} B {name}"
             per_second = [run["records"] / s for s in rate["seconds"]]
             assert rate["records_per_second_median"] == pytest.approx(statistics.median(per_second))
+            # each process's rounds, in turn: its median is the one it reports
+            per_process = [
+                rate["seconds"][k : k + rounds] for k in range(0, len(per_second), rounds)
+            ]
+            medians = [run["records"] / statistics.median(times) for times in per_process]
+            assert rate["process_medians"] == pytest.approx(medians), f"{size} B {name}"
     assert len(names) == 13 and reference.VIEW in names
 
 
