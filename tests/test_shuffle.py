@@ -129,6 +129,19 @@ def test_batches_of_records_come_in_the_same_order_with_their_count_known(tmp_pa
     assert int(ones.cardinality()) == 1_000
 
 
+def test_the_last_read_hands_on_exactly_the_batches_it_holds(tmp_path):
+    # One read of 1,024 numbers makes four vectors: 768 records fill three (the fourth is
+    # empty and must not become an empty batch); 769 leave one record for a fourth.
+    for count in [768, 769]:
+        (folder := tmp_path / str(count)).mkdir()
+        files = write_sorted(folder, count, num_classes=1)
+        dataset = global_shuffle_dataset(files, seed=4, read_batch=1_024, batch_size=256)
+        batches = [[RECORD.unpack(x)[0] for x in b] for b in dataset.as_numpy_iterator()]
+        assert [len(b) for b in batches] == [256, 256, 256] + [1] * (count - 768)
+        assert sum(batches, []) == permutation(count, 4).tolist()
+        assert int(dataset.cardinality()) == len(batches)
+
+
 def test_batches_of_large_records_are_read_a_mebibyte_at_a_time(tmp_path, monkeypatch):
     records = [RECORD.pack(i, 0) + bytes(300_000) for i in range(11)]  # 3 records per MiB
     path = tmp_path / "large.tfrecord"
@@ -140,6 +153,12 @@ def test_batches_of_large_records_are_read_a_mebibyte_at_a_time(tmp_path, monkey
     assert [len(b) for b in batches] == [2, 2, 2, 2, 2, 1]
     assert sum(batches, []) == permutation(11, 3).tolist()
     assert sorted(slices) == [1, 2, 2, 2, 2, 2]  # whole batches; over 1 MiB only if one batch is
+    records = [RECORD.pack(i, 0) + bytes(100_000) for i in range(23)]  # 10 records per MiB
+    write_records(path := tmp_path / "smaller.tfrecord", records)
+    slices.clear()
+    dataset = global_shuffle_dataset(path, seed=3, read_batch=1_024, batch_size=2)
+    assert sum(map(len, dataset.as_numpy_iterator())) == 23
+    assert sorted(slices) == [3, 10, 10]  # five whole batches a read
 
 
 class Spy:
