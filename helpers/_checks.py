@@ -1,6 +1,12 @@
 """Argument checks shared by every module: the same mistake gives the same message."""
 
 import numbers
+import os
+from collections.abc import Sequence
+from pathlib import Path
+
+PathLike = str | os.PathLike
+COMPRESSIONS = ("GZIP", "ZLIB")
 
 
 def check_int(value: object, name: str, minimum: int | None = None) -> int:
@@ -21,8 +27,17 @@ def check_seed(seed: object) -> int:
     return check_int(seed, "seed", minimum=0)
 
 
-def check_compression(compression: object) -> str | None:
-    """``None`` (also for TensorFlow's ``""``), ``"GZIP"`` or ``"ZLIB"``; else ValueError."""
-    if compression in (None, "", "GZIP", "ZLIB"):
+def check_compression(compression: object, auto: bool = False) -> str | None:
+    """``None`` (also for TensorFlow's ``""``), ``"GZIP"`` or ``"ZLIB"`` (and ``"auto"`` if
+    ``auto``); else ValueError. The command line maps its ``NONE`` and lower case here."""
+    if compression in (None, "", *COMPRESSIONS) or (auto and compression == "auto"):
         return compression or None
-    raise ValueError(f"compression must be None, 'GZIP' or 'ZLIB', got {compression!r}")
+    allowed = "None, 'GZIP', 'ZLIB' or 'auto'" if auto else "None, 'GZIP' or 'ZLIB'"
+    raise ValueError(f"compression must be {allowed}, got {compression!r}")
+
+
+def check_paths(files: PathLike | Sequence[PathLike]) -> list[Path]:
+    """One path or a sequence of paths, as a list of Paths (empty if ``files`` is)."""
+    if isinstance(files, (str, os.PathLike)):
+        return [Path(files)]
+    return [Path(file) for file in files]

@@ -45,8 +45,11 @@ def _pipeline_options(beam_options: list[str], verbose: bool):
     from apache_beam.options.pipeline_options import PipelineOptions
 
     # FnApiRunner by name: DirectRunner 2.77 would first try Prism, a download from GitHub
-    defaults = ["--runner=FnApiRunner", "--direct_running_mode=multi_processing",
-                f"--direct_num_workers={os.cpu_count() or 1}"]  # fmt: skip
+    defaults = [
+        "--runner=FnApiRunner",
+        "--direct_running_mode=multi_processing",
+        f"--direct_num_workers={os.cpu_count() or 1}",
+    ]
     if not verbose:  # what the workers log once they have read their options
         defaults.append("--default_sdk_harness_log_level=ERROR")
     options = PipelineOptions([*defaults, *beam_options])
@@ -102,9 +105,16 @@ def convert_with_beam(
         records._check_targets(paths, overwrite)  # the local engine's checks, before Beam starts
         ids = split_order(voc_root, split, task, shuffle_seed)
         temps = [records._temp_name(p.absolute(), "beam") for p in paths]
-        job = {"options": list(beam_options), "verbose": verbose, "ids": ids, "root": str(voc_root),
-               "task": task, "encoding": encoding, "temps": [str(t) for t in temps],
-               "compression": compression}  # fmt: skip
+        job = {
+            "options": list(beam_options),
+            "verbose": verbose,
+            "ids": ids,
+            "root": str(voc_root),
+            "task": task,
+            "encoding": encoding,
+            "temps": [str(t) for t in temps],
+            "compression": compression,
+        }
         pairs = list(zip(temps, paths, strict=True))
         try:
             _run_in_child(job, verbose, timeout)
@@ -130,9 +140,15 @@ def _run_in_child(job: dict, verbose: bool, timeout: float | None = None) -> Non
     workers write to descriptor 2, which a cell shows, unless quiet). It and its workers are one
     process group, all stopped after ``timeout`` seconds."""
     env = {**os.environ, **{k: os.environ.get(k) or v for k, v in _QUIET_TF.items()}}
-    with subprocess.Popen([sys.executable, "-c", _CHILD], stdin=subprocess.PIPE, text=True,
-                          stdout=subprocess.PIPE, stderr=None if verbose else subprocess.DEVNULL,
-                          env=env, start_new_session=True) as child:  # fmt: skip
+    with subprocess.Popen(
+        [sys.executable, "-c", _CHILD],
+        stdin=subprocess.PIPE,
+        text=True,
+        stdout=subprocess.PIPE,
+        stderr=None if verbose else subprocess.DEVNULL,
+        env=env,
+        start_new_session=True,
+    ) as child:
         try:
             out, _ = child.communicate(json.dumps(job), timeout=timeout)
         except subprocess.TimeoutExpired:

@@ -126,8 +126,14 @@ def _convert_voc(args: argparse.Namespace) -> int:
 
 
 _FILES = "files", {"nargs": "+", "type": Path, "metavar": "FILE", "help": "the files"}
-_STORED = "--compression", {"type": _compression, "default": _DETECT, "help": "how FILE is "
-                            "stored (default: detected from its first bytes)"}  # fmt: skip
+_STORED = (
+    "--compression",
+    {
+        "type": _compression,
+        "default": _DETECT,
+        "help": "how FILE is stored (default: detected from its first bytes)",
+    },
+)
 _COMMANDS = {  # name: (run, help, rest of the description, [(flags, add_argument keywords)])
     "convert-voc": (
         _convert_voc,
@@ -135,32 +141,95 @@ _COMMANDS = {  # name: (run, help, rest of the description, [(flags, add_argumen
         "PREFIX-00000-of-0000N.tfrecord, with a progress bar on stderr and a one-line summary. "
         "Existing outputs are replaced only with --overwrite.",
         [
-            ("--voc-root", {"type": Path, "metavar": "DIR", "help": "the VOC2012 folder "
-                            "(default: $VOC_ROOT if set, else the embedded sample)"}),
+            (
+                "--voc-root",
+                {
+                    "type": Path,
+                    "metavar": "DIR",
+                    "help": "the VOC2012 folder "
+                    "(default: $VOC_ROOT if set, else the embedded sample)",
+                },
+            ),
             ("--split", {"required": True, "metavar": "NAME", "help": "train, val or trainval"}),
-            ("--out", {"required": True, "type": Path, "metavar": "PREFIX",
-                       "help": "output prefix: data/voc-train"}),
-            ("--num-shards --shards", {"type": _int_at_least(1, "a positive integer"),
-                                       "default": 1, "metavar": "N",
-                                       "help": "how many shard files to write (default 1)"}),
-            ("--encoding", {"choices": ("raw", "encoded"), "default": "raw",
-                            "help": "raw: uint8 pixels; encoded: JPEG, PNG mask (default raw)"}),
-            ("--compression", {"type": _compression, "metavar": "GZIP|ZLIB|NONE",
-                               "help": "compress the shards as TensorFlow does (default NONE)"}),
-            ("--task", {"choices": ("segmentation", "detection"), "default": "segmentation",
-                        "help": "segmentation: image/mask pairs (--encoding applies); detection: "
-                        "the JPEG and its Annotations/ID.xml boxes, Object Detection API keys "
-                        "(default segmentation)"}),
-            ("--shuffle-seed", {"type": _int_at_least(0, "a non-negative integer"), "metavar": "N",
-                                "help": "a random order fixed by N (default: the split's)"}),
-            ("--engine", {"choices": ("local", "beam"), "default": "local",
-                          "help": "local: this process; beam: Apache Beam (default local)"}),
-            ("--beam-option", {"action": "append", "default": [], "metavar": "OPTION",
-                               "help": "with --engine beam: passed to Beam's pipeline options, "
-                               "e.g. --beam-option=--runner=FlinkRunner (repeatable)"}),
+            (
+                "--out",
+                {
+                    "required": True,
+                    "type": Path,
+                    "metavar": "PREFIX",
+                    "help": "output prefix: data/voc-train",
+                },
+            ),
+            (
+                "--num-shards --shards",
+                {
+                    "type": _int_at_least(1, "a positive integer"),
+                    "default": 1,
+                    "metavar": "N",
+                    "help": "how many shard files to write (default 1)",
+                },
+            ),
+            (
+                "--encoding",
+                {
+                    "choices": ("raw", "encoded"),
+                    "default": "raw",
+                    "help": "raw: uint8 pixels; encoded: JPEG, PNG mask (default raw)",
+                },
+            ),
+            (
+                "--compression",
+                {
+                    "type": _compression,
+                    "metavar": "GZIP|ZLIB|NONE",
+                    "help": "compress the shards as TensorFlow does (default NONE)",
+                },
+            ),
+            (
+                "--task",
+                {
+                    "choices": ("segmentation", "detection"),
+                    "default": "segmentation",
+                    "help": "segmentation: image/mask pairs (--encoding applies); detection: "
+                    "the JPEG and its Annotations/ID.xml boxes, Object Detection API keys "
+                    "(default segmentation)",
+                },
+            ),
+            (
+                "--shuffle-seed",
+                {
+                    "type": _int_at_least(0, "a non-negative integer"),
+                    "metavar": "N",
+                    "help": "a random order fixed by N (default: the split's)",
+                },
+            ),
+            (
+                "--engine",
+                {
+                    "choices": ("local", "beam"),
+                    "default": "local",
+                    "help": "local: this process; beam: Apache Beam (default local)",
+                },
+            ),
+            (
+                "--beam-option",
+                {
+                    "action": "append",
+                    "default": [],
+                    "metavar": "OPTION",
+                    "help": "with --engine beam: passed to Beam's pipeline options, "
+                    "e.g. --beam-option=--runner=FlinkRunner (repeatable)",
+                },
+            ),
             ("--verbose", {"action": "store_true", "help": "with --engine beam: Beam's logging"}),
-            ("--index", {"action": "store_true", "help": "also write SHARD.index (record offsets "
-                         "for random access; plain shards only)"}),
+            (
+                "--index",
+                {
+                    "action": "store_true",
+                    "help": "also write SHARD.index (record offsets "
+                    "for random access; plain shards only)",
+                },
+            ),
             ("--overwrite", {"action": "store_true", "help": "replace output shards that exist"}),
             ("--quiet", {"action": "store_true", "help": "no progress bar"}),
         ],
@@ -177,10 +246,20 @@ _COMMANDS = {  # name: (run, help, rest of the description, [(flags, add_argumen
         "count records and infer the features of TFRecord files",
         "(Example, SequenceExample or serialized tensors): for each feature its type, values "
         "per record and in how many records it is present; for tensors dtype and shape.",
-        [_FILES, _STORED, ("--show", {"type": _int_at_least(0, "a record index (0, 1, ...)"),
-                                      "metavar": "N", "help": "also print record N readably"})],
+        [
+            _FILES,
+            _STORED,
+            (
+                "--show",
+                {
+                    "type": _int_at_least(0, "a record index (0, 1, ...)"),
+                    "metavar": "N",
+                    "help": "also print record N readably",
+                },
+            ),
+        ],
     ),
-}  # fmt: skip
+}
 
 
 def main(argv: Sequence[str] | None = None) -> int:

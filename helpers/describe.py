@@ -41,10 +41,24 @@ message_type { name: "TensorProto" field { name: "dtype" number: 1 type: TYPE_IN
   field { name: "tensor_content" number: 4 type: TYPE_BYTES }
   field { name: "string_val" number: 8 label: LABEL_REPEATED type: TYPE_BYTES } }
 """
-_DTYPES = {1: ("float32", 4), 2: ("float64", 8), 3: ("int32", 4), 4: ("uint8", 1), 5: ("int16", 2),
-           6: ("int8", 1), 7: ("string", 0), 8: ("complex64", 8), 9: ("int64", 8), 10: ("bool", 1),
-           14: ("bfloat16", 2), 17: ("uint16", 2), 18: ("complex128", 16), 19: ("float16", 2),
-           22: ("uint32", 4), 23: ("uint64", 8)}  # fmt: skip
+_DTYPES = {
+    1: ("float32", 4),
+    2: ("float64", 8),
+    3: ("int32", 4),
+    4: ("uint8", 1),
+    5: ("int16", 2),
+    6: ("int8", 1),
+    7: ("string", 0),
+    8: ("complex64", 8),
+    9: ("int64", 8),
+    10: ("bool", 1),
+    14: ("bfloat16", 2),
+    17: ("uint16", 2),
+    18: ("complex128", 16),
+    19: ("float16", 2),
+    22: ("uint32", 4),
+    23: ("uint64", 8),
+}
 _TYPES = {"bytes_list": "bytes", "float_list": "float", "int64_list": "int64", None: "empty"}
 _MAGIC = {b"\x89PNG": "a PNG image", b"\xff\xd8\xff": "a JPEG image", b"\x1f\x8b": "GZIP data"}
 _TENSOR_COLUMNS = ["dtype", "rank", "shape", "values/record", "present in"]
@@ -204,8 +218,10 @@ def format_summary(summary: FileSummary) -> str:
     what = "TensorProto (tf.io.serialize_tensor)" if kind == "TensorProto" else f"tf.train.{kind}"
     lines = [f"{summary.source}: {_plural(n, 'record')} of {what}"]
     if kind == "TensorProto":
-        rows = [[t.name, _span(t.ranks), t.shape, _span(t.values), f"{t.present:,} of {n:,}"]
-                for t in summary.tensors.values()]  # fmt: skip
+        rows = [
+            [t.name, _span(t.ranks), t.shape, _span(t.values), f"{t.present:,} of {n:,}"]
+            for t in summary.tensors.values()
+        ]
         return "\n".join(lines + _table([_TENSOR_COLUMNS, *rows]))
     tables = [("context feature" if kind == "SequenceExample" else "feature", summary.features)]
     for title, features in tables + [("feature list", summary.feature_lists)] * (kind != "Example"):

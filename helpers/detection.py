@@ -7,14 +7,24 @@ from helpers import voc
 from helpers.describe import _example_bytes
 
 # The keys of create_pascal_tf_record.py: one value per image, then one value per object.
-_IMAGE = {"image/height": "int64", "image/width": "int64", "image/filename": "bytes",
-          "image/source_id": "bytes", "image/key/sha256": "bytes", "image/encoded": "bytes",
-          "image/format": "bytes"}  # fmt: skip
+_IMAGE = {
+    "image/height": "int64",
+    "image/width": "int64",
+    "image/filename": "bytes",
+    "image/source_id": "bytes",
+    "image/key/sha256": "bytes",
+    "image/encoded": "bytes",
+    "image/format": "bytes",
+}
 _CORNERS = ("xmin", "xmax", "ymin", "ymax")
-_OBJECTS = {**{f"image/object/bbox/{c}": "float" for c in _CORNERS},
-            "image/object/class/text": "bytes", "image/object/class/label": "int64",
-            "image/object/difficult": "int64", "image/object/truncated": "int64",
-            "image/object/view": "bytes"}  # fmt: skip
+_OBJECTS = {
+    **{f"image/object/bbox/{c}": "float" for c in _CORNERS},
+    "image/object/class/text": "bytes",
+    "image/object/class/label": "int64",
+    "image/object/difficult": "int64",
+    "image/object/truncated": "int64",
+    "image/object/view": "bytes",
+}
 
 
 def detection_example(root: str | os.PathLike, image_id: str):
@@ -35,14 +45,20 @@ def _detection_payload(root: str | os.PathLike, image_id: str) -> bytes:
         sizes = f"{width}x{height}, annotation says {annotation.width}x{annotation.height}"
         raise voc.VOCError(f"photo of image id {image_id!r} is {sizes}: {path}")
     objects, name, digest = annotation.objects, annotation.filename.encode(), hashlib.sha256(jpeg)
-    values = {"image/height": [height], "image/width": [width], "image/filename": [name],
-              "image/source_id": [name], "image/key/sha256": [digest.hexdigest().encode()],
-              "image/encoded": [jpeg], "image/format": [b"jpeg"],
-              "image/object/class/text": [o.name.encode() for o in objects],
-              "image/object/class/label": [voc.VOC_CLASSES.index(o.name) for o in objects],
-              "image/object/difficult": [int(o.difficult) for o in objects],
-              "image/object/truncated": [int(o.truncated) for o in objects],
-              "image/object/view": [o.pose.encode() for o in objects]}  # fmt: skip
+    values = {
+        "image/height": [height],
+        "image/width": [width],
+        "image/filename": [name],
+        "image/source_id": [name],
+        "image/key/sha256": [digest.hexdigest().encode()],
+        "image/encoded": [jpeg],
+        "image/format": [b"jpeg"],
+        "image/object/class/text": [o.name.encode() for o in objects],
+        "image/object/class/label": [voc.VOC_CLASSES.index(o.name) for o in objects],
+        "image/object/difficult": [int(o.difficult) for o in objects],
+        "image/object/truncated": [int(o.truncated) for o in objects],
+        "image/object/view": [o.pose.encode() for o in objects],
+    }
     for corner in _CORNERS:  # create_pascal_tf_record.py: float(obj['bndbox']['xmin']) / width:
         size = width if corner[0] == "x" else height  # the 1-based corner, nothing subtracted
         values[f"image/object/bbox/{corner}"] = [getattr(o, corner) / size for o in objects]
@@ -70,8 +86,11 @@ def parse_detection(serialized) -> dict:
         message = f"{key} has another number of values than image/object/class/label"
         tf.debugging.assert_equal(tf.size(values[key]), tf.size(labels), message=message)
     corners = [values[f"image/object/bbox/{c}"] for c in ("ymin", "xmin", "ymax", "xmax")]
-    return {"image": tf.io.decode_jpeg(values["image/encoded"], channels=3),
-            "boxes": tf.reshape(tf.stack(corners, axis=-1), [-1, 4]), "labels": labels,
-            "difficult": values["image/object/difficult"] > 0,
-            "truncated": values["image/object/truncated"] > 0,
-            "filename": values["image/filename"]}  # fmt: skip
+    return {
+        "image": tf.io.decode_jpeg(values["image/encoded"], channels=3),
+        "boxes": tf.reshape(tf.stack(corners, axis=-1), [-1, 4]),
+        "labels": labels,
+        "difficult": values["image/object/difficult"] > 0,
+        "truncated": values["image/object/truncated"] > 0,
+        "filename": values["image/filename"],
+    }

@@ -148,8 +148,11 @@ class RecordView:
             data, mask = self._maps[file], records._mask  # the checks, inlined: 2x faster
             (length, length_crc), (crc,) = _HEADER_AT(data, start), _FOOTER_AT(data, end - 4)
             payload = data[start + _HEADER_SIZE : end - 4]
-            if (mask(_CRC32C(data[start : start + 8])) != length_crc or length != len(payload)
-                    or mask(_CRC32C(payload)) != crc):  # fmt: skip
+            if (
+                mask(_CRC32C(data[start : start + 8])) != length_crc
+                or length != len(payload)
+                or mask(_CRC32C(payload)) != crc
+            ):
                 self._damaged(file, number, start, end)
             return payload
         if isinstance(key, (str, bytes, slice)) or not hasattr(key, "__len__"):
@@ -176,7 +179,8 @@ class RecordView:
         sizes, which = np.unique(lengths := heads["length"], return_inverse=True)
         length_crcs = [records.masked_crc32c(size.to_bytes(8, "little")) for size in sizes.tolist()]
         bad = (lengths != (ends - starts - _FRAME_SIZE).astype(np.uint64)) | (
-            np.array(length_crcs, np.uint32)[which] != heads["crc"])  # fmt: skip
+            np.array(length_crcs, np.uint32)[which] != heads["crc"]
+        )
         firsts, lasts = (starts + _HEADER_SIZE).tolist(), (ends - 4).tolist()  # of each payload
         maps, where = self._maps, zip(files.tolist(), firsts, lasts, strict=True)
         payloads = [maps[file][first:last] for file, first, last in where]

@@ -257,9 +257,12 @@ def _output_folder(prefix: str | os.PathLike) -> Iterator[None]:
 
 
 def _write_all(
-    paths: list[Path], payloads: Iterable[bytes], compression: str | None, overwrite: bool,
+    paths: list[Path],
+    payloads: Iterable[bytes],
+    compression: str | None,
+    overwrite: bool,
     index: bool = False,
-) -> list[int]:  # fmt: skip
+) -> list[int]:
     """Deal ``payloads`` round-robin over ``paths``, committed together (with their ``.index``
     files if ``index``); a failure leaves the old files and no temporary file."""
     _check_targets(paths, overwrite)

@@ -14,10 +14,28 @@ from PIL import Image, UnidentifiedImageError
 
 #: The 21 class names of VOC2012 segmentation; the index is the class id.
 VOC_CLASSES: tuple[str, ...] = (
-    "background", "aeroplane", "bicycle", "bird", "boat", "bottle", "bus", "car", "cat",
-    "chair", "cow", "diningtable", "dog", "horse", "motorbike", "person", "pottedplant",
-    "sheep", "sofa", "train", "tvmonitor",
-)  # fmt: skip
+    "background",
+    "aeroplane",
+    "bicycle",
+    "bird",
+    "boat",
+    "bottle",
+    "bus",
+    "car",
+    "cat",
+    "chair",
+    "cow",
+    "diningtable",
+    "dog",
+    "horse",
+    "motorbike",
+    "person",
+    "pottedplant",
+    "sheep",
+    "sofa",
+    "train",
+    "tvmonitor",
+)
 
 #: Mask value for "not labelled" (object outlines, ambiguous regions); losses ignore it.
 VOID_LABEL = 255

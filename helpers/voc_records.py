@@ -15,13 +15,24 @@ from helpers.records import _output_folder, write_sharded
 
 _OPTIONAL = {"filename": b""}  # keys a record may lack (the original guide has no filename)
 _SCHEMAS = {
-    "raw": {"height": "int64", "width": "int64", "image_raw": "bytes", "mask_raw": "bytes",
-            "filename": "bytes"},
+    "raw": {
+        "height": "int64",
+        "width": "int64",
+        "image_raw": "bytes",
+        "mask_raw": "bytes",
+        "filename": "bytes",
+    },
     "encoded": {  # the keys of DeepLab's build_voc2012_data.py
-        "image/encoded": "bytes", "image/filename": "bytes", "image/format": "bytes",
-        "image/height": "int64", "image/width": "int64", "image/channels": "int64",
-        "image/segmentation/class/encoded": "bytes", "image/segmentation/class/format": "bytes"},
-}  # fmt: skip
+        "image/encoded": "bytes",
+        "image/filename": "bytes",
+        "image/format": "bytes",
+        "image/height": "int64",
+        "image/width": "int64",
+        "image/channels": "int64",
+        "image/segmentation/class/encoded": "bytes",
+        "image/segmentation/class/format": "bytes",
+    },
+}
 
 #: The names of the two schemas (notebook 02).
 ENCODINGS: tuple[str, ...] = tuple(_SCHEMAS)
@@ -81,16 +92,27 @@ def record_payload(
     path = voc.image_path(root, image_id)
     height, width = mask.shape
     if encoding == "raw":
-        values = {"height": height, "width": width, "image_raw": image.tobytes(),
-                  "mask_raw": mask.tobytes(), "filename": path.name.encode()}  # fmt: skip
+        values = {
+            "height": height,
+            "width": width,
+            "image_raw": image.tobytes(),
+            "mask_raw": mask.tobytes(),
+            "filename": path.name.encode(),
+        }
     else:
         jpeg = voc._read_jpeg(root, image_id)
         png = io.BytesIO()  # grayscale: tf.io.decode_png gives the indices back, not colours
         Image.fromarray(mask).save(png, format="PNG")
-        values = {"image/encoded": jpeg, "image/filename": path.name.encode(),
-                  "image/format": b"jpeg", "image/height": height, "image/width": width,
-                  "image/channels": 3, "image/segmentation/class/encoded": png.getvalue(),
-                  "image/segmentation/class/format": b"png"}  # fmt: skip
+        values = {
+            "image/encoded": jpeg,
+            "image/filename": path.name.encode(),
+            "image/format": b"jpeg",
+            "image/height": height,
+            "image/width": width,
+            "image/channels": 3,
+            "image/segmentation/class/encoded": png.getvalue(),
+            "image/segmentation/class/format": b"png",
+        }
     return _example_bytes({key: (kind, [values[key]]) for key, kind in _SCHEMAS[encoding].items()})
 
 
