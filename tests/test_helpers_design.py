@@ -10,6 +10,7 @@ import ast
 import functools
 import importlib
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -178,3 +179,191 @@ def test_importing_a_module_imports_no_tensorflow(module):
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout == "False\n", f"importing helpers.{module} imports TensorFlow"
+
+
+# --- Internal means internal: no underscored name crosses a module line -----------------------
+
+PROJECT_FOLDERS = ("helpers", "tests", "scripts", "benchmarks", "docs")
+
+
+def project_sources() -> dict[str, str]:
+    """Every Python source of the repository and the notebooks' code, by a readable name."""
+    files = [ROOT / "conftest.py"] + sorted(
+        path for folder in PROJECT_FOLDERS for path in (ROOT / folder).rglob("*.py")
+    )
+    found = {str(p.relative_to(ROOT)): p.read_text() for p in files if "sample_data" not in p.parts}
+    for path in sorted((ROOT / "notebooks").glob("*.ipynb")):
+        found[f"notebooks/{path.name}"] = notebook_code(path)
+    return found
+
+
+def project_module_names() -> set[str]:
+    """Top-level names under which the project's own modules are imported."""
+    names = {"helpers", "benchmarks"}
+    for folder in ("tests", "scripts"):  # imported by file name (tests/ is put on sys.path)
+        names |= {path.stem for path in (ROOT / folder).glob("*.py")}
+    return names
+
+
+def is_private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def private_crossings(source: str, ours: set[str]) -> list[str]:
+    """``from m import _x``, ``m._x`` and ``getattr(m, "_x")`` where ``m`` is one of ours."""
+    tree, modules, found = ast.parse(source), set(), []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+            if node.module.split(".")[0] in ours:
+                folder = ROOT.joinpath(*node.module.split("."))
+                for alias in node.names:
+                    if (folder / f"{alias.name}.py").exists():  # a module (``_common`` too)
+                        modules.add(alias.asname or alias.name)
+                    elif is_private(alias.name):
+                        found.append(f"from {node.module} import {alias.name}")
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name.split(".")[0] in ours:
+                    modules.add(alias.asname or alias.name.split(".")[0])
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Attribute) and is_private(node.attr):
+            base = node.value
+            while isinstance(base, ast.Attribute):
+                base = base.value
+            if isinstance(base, ast.Name) and base.id in modules:
+                found.append(f"{ast.unparse(node)} (line {node.lineno})")
+        elif isinstance(node, ast.Call) and ast.unparse(node.func) == "getattr":
+            target, name = (node.args + [None, None])[:2]
+            named = isinstance(name, ast.Constant) and isinstance(name.value, str)
+            if named and is_private(name.value) and ast.unparse(target).split(".")[0] in modules:
+                found.append(f"{ast.unparse(node)} (line {node.lineno})")
+    return found
+
+
+def test_no_underscored_name_crosses_a_module_line():
+    """Package-internal code lives in underscored modules (``helpers._framing``) whose names are
+    public; a name with a leading underscore is private to its module, tests included."""
+    ours = project_module_names()
+    crossing = {
+        name: found
+        for name, source in project_sources().items()
+        if (found := private_crossings(source, ours))
+    }
+    assert not crossing, f"underscored names used outside their module: {crossing}"
+
+
+def test_the_crossing_check_sees_each_way_in():
+    ours = {"helpers"}
+    source = (
+        "from helpers.records import _commit, write_records\n"
+        "from helpers import records\nimport helpers.index as index\n"
+        "records._mask(1)\nindex.RecordView._open\ngetattr(records, '_temp_name')\n"
+        "from helpers._framing import check_header\nrecords.__name__\n"
+    )
+    found = private_crossings(source, ours)
+    assert sorted(f.split(" (")[0] for f in found) == [
+        "from helpers.records import _commit",
+        "getattr(records, '_temp_name')",
+        "index.RecordView._open",
+        "records._mask",
+    ]
+
+
+# --- Docstrings that stay true ----------------------------------------------------------------
+
+NOTEBOOK_MENTION = re.compile(r"\bnotebooks? (\d\d(?:(?:,? and |, )\d\d)*)", re.IGNORECASE)
+
+
+def docstrings(path: Path) -> list[tuple[str, str, str]]:
+    """``(kind, name, docstring)`` of the module, its top-level functions and classes (a
+    method counts as its class: a notebook that uses the class reaches it)."""
+    tree = ast.parse(path.read_text())
+    found = [("module", path.stem, ast.get_docstring(tree) or "")]
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+            inner = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+            texts = [ast.get_docstring(n) or "" for n in ast.walk(node) if isinstance(n, inner)]
+            found.append(("name", node.name, "\n".join(t for t in texts if t)))
+    return found
+
+
+RUNS_THE_COMMAND_LINE = re.compile(r'python -m helpers|"-m", "helpers"')
+
+
+def notebook_uses(notebook_number: str) -> list[dict[str, set[str]]]:
+    """What notebook ``NN`` uses of helpers; one that runs ``python -m helpers`` also uses
+    the command line and what it uses."""
+    found = []
+    for path in sorted((ROOT / "notebooks").glob(f"{notebook_number}_*.ipynb")):
+        uses = {module: set(names) for module, names in users()[path.name].items()}
+        if RUNS_THE_COMMAND_LINE.search(notebook_code(path)):
+            for module, names in users()["the command line"].items():
+                uses.setdefault(module, set()).update(names)
+            uses.setdefault("cli", set()).add("main")
+        found.append(uses)
+    return found
+
+
+def public_importers(internal: str) -> list[str]:
+    """The public helpers modules that import the internal module ``internal``."""
+    return [
+        user.removeprefix("helpers.")
+        for user, uses in users().items()
+        if user.startswith("helpers.") and internal in uses and not is_private(user[8:])
+    ]
+
+
+def uses_helper(notebook: dict[str, set[str]], module: str, kind: str, name: str) -> bool:
+    """Whether a notebook's uses reach ``module.name`` (``kind`` "module": the module itself)."""
+    if is_private(module):  # internal: through a public module that imports it
+        return any(importer in notebook for importer in public_importers(module))
+    if kind == "module" or is_private(name):  # a private function: its module is used
+        return module in notebook
+    return name in notebook.get(module, ())
+
+
+def test_every_notebook_a_docstring_names_uses_that_helper():
+    """ "notebook 04" in ``index.build_index``'s docstring: notebook 04 uses ``index.build_index``
+    (a module's docstring: uses the module; an internal module's: a module that imports it)."""
+    wrong = []
+    for path in sorted(HELPERS.glob("*.py")):
+        for kind, name, text in docstrings(path):
+            numbers = {
+                n for found in NOTEBOOK_MENTION.findall(text) for n in re.findall(r"\d\d", found)
+            }
+            for number in sorted(numbers):
+                if not any(uses_helper(u, path.stem, kind, name) for u in notebook_uses(number)):
+                    wrong.append(f"helpers/{path.name}: {name} names notebook {number}")
+    assert not wrong, f"docstrings name notebooks that do not use the helper: {wrong}"
+
+
+# --- Typed public functions ----------------------------------------------------------------------
+
+
+def untyped_arguments(path: Path) -> list[str]:
+    """Non-underscored functions and methods (``__init__`` and the like too) with an argument
+    that has no annotation (``self`` and ``cls`` aside). Ruff checks their return types."""
+    tree, found = ast.parse(path.read_text()), []
+    scopes = [(node, "") for node in tree.body]
+    scopes += [
+        (item, f"{node.name}.")
+        for node in tree.body
+        if isinstance(node, ast.ClassDef) and not is_private(node.name)
+        for item in node.body
+    ]
+    for node, owner in scopes:
+        if not isinstance(node, ast.FunctionDef) or is_private(node.name):
+            continue
+        arguments = node.args.posonlyargs + node.args.args + node.args.kwonlyargs
+        arguments += [a for a in (node.args.vararg, node.args.kwarg) if a]
+        missing = [
+            a.arg for a in arguments if a.annotation is None and a.arg not in ("self", "cls")
+        ]
+        if missing:
+            found.append(f"helpers/{path.name}: {owner}{node.name}({', '.join(missing)})")
+    return found
+
+
+def test_public_functions_annotate_every_argument():
+    untyped = [found for path in sorted(HELPERS.glob("*.py")) for found in untyped_arguments(path)]
+    assert not untyped, f"arguments without a type: {untyped}"
