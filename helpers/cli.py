@@ -1,4 +1,6 @@
-"""``python -m helpers convert-voc | verify | inspect`` (notebook 06); see :func:`main`."""
+"""``python -m helpers convert-voc | verify | inspect``; see :func:`main`. Notebook 06 runs
+``verify`` and ``inspect``, notebook 08 ``convert-voc --engine beam``, notebook 09
+``convert-voc --task detection`` and ``inspect``."""
 
 import argparse
 import functools
@@ -8,6 +10,7 @@ import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from helpers._checks import check_compression
 from helpers.describe import describe_file, format_record, format_summary
 from helpers.records import RecordError, detect_compression, iter_records, verify
 
@@ -17,6 +20,13 @@ _say = functools.partial(print, flush=True)  # flushed, so that stdout and stder
 
 def _complain(line: str) -> None:
     print(line, file=sys.stderr, flush=True)
+
+
+def _count(number: int, noun: str) -> str:
+    """``1 record``, ``1,000 records``."""
+    if number == 1:
+        return f"1 {noun}"
+    return f"{number:,} {noun}s"
 
 
 def _int_at_least(minimum: int, what: str) -> Callable[[str], int]:
@@ -29,39 +39,40 @@ def _int_at_least(minimum: int, what: str) -> Callable[[str], int]:
 
 
 def _compression(text: str) -> str | None:
-    if text.upper() not in ("GZIP", "ZLIB", "NONE"):
-        raise argparse.ArgumentTypeError(f"expected GZIP, ZLIB or NONE, got {text!r}")
-    return None if text.upper() == "NONE" else text.upper()
+    """GZIP, ZLIB or NONE, in any letter case, as :func:`check_compression` gives them."""
+    name = text.upper()
+    try:
+        return check_compression(None if name == "NONE" else name)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected GZIP, ZLIB or NONE, got {text!r}") from None
 
 
-def _each_file(args: argparse.Namespace, work: Callable[[Path, str | None], object]) -> int:
-    """Run ``work(path, compression)`` on every file; report problems; return how many failed."""
-    asked, failed = args.compression, 0
-    for path in args.files:
-        compression = None
-        try:
-            compression = detect_compression(path) if asked is _DETECT else asked
-            failed += work(path, compression) is False
-        except RecordError as error:
-            uncompressed = " of the uncompressed stream" if compression else ""
-            where = f"{error.path}: record {error.index} at byte {error.offset}{uncompressed}"
-            _complain(f"{where}: {error.reason}")
-            failed += 1
-        except OSError as error:
-            _complain(f"{path}: cannot read: {error.strerror or error}")
-            failed += 1
-    return failed
+def _intact(path: Path, asked: object, work: Callable[[Path, str | None], bool]) -> bool:
+    """``work(path, compression)``; False, after one line on stderr, if the file is damaged or
+    cannot be read."""
+    compression = None
+    try:
+        compression = detect_compression(path) if asked is _DETECT else asked
+        return work(path, compression)
+    except RecordError as error:
+        uncompressed = " of the uncompressed stream" if compression else ""
+        where = f"{error.path}: record {error.index} at byte {error.offset}{uncompressed}"
+        _complain(f"{where}: {error.reason}")
+    except OSError as error:
+        _complain(f"{path}: cannot read: {error.strerror or error}")
+    return False
 
 
 def _verify(args: argparse.Namespace) -> int:
-    def check(path: Path, compression: str | None) -> None:
-        count, how = verify(path, compression), f", {compression}" if compression else ""
-        _say(f"{path}: ok, {count:,} record{'' if count == 1 else 's'}{how}")
+    def check(path: Path, compression: str | None) -> bool:
+        how = f", {compression}" if compression else ""
+        _say(f"{path}: ok, {_count(verify(path, compression), 'record')}{how}")
+        return True
 
-    failed = _each_file(args, check)
+    intact = [path for path in args.files if _intact(path, args.compression, check)]
     if len(args.files) > 1:
-        _say(f"{len(args.files) - failed} of {len(args.files)} files intact")
-    return 1 if failed else 0
+        _say(f"{len(intact)} of {len(args.files)} files intact")
+    return 0 if len(intact) == len(args.files) else 1
 
 
 def _inspect(args: argparse.Namespace) -> int:
@@ -70,15 +81,18 @@ def _inspect(args: argparse.Namespace) -> int:
             _say("")
         summary = describe_file(path, compression)
         _say(format_summary(summary))
-        if args.show is not None and args.show >= (count := summary.num_records):
+        if args.show is None:
+            return True
+        if args.show >= summary.num_records:
+            count = summary.num_records
             _complain(f"{path}: --show {args.show}: the file has only {count} records")
             return False
-        if args.show is not None:
-            payload = next(itertools.islice(iter_records(path, compression), args.show, None))
-            _say(f"record {args.show}: {format_record(payload)}")
+        payload = next(itertools.islice(iter_records(path, compression), args.show, None))
+        _say(f"record {args.show}: {format_record(payload)}")
         return True
 
-    return 1 if _each_file(args, describe) else 0
+    intact = [path for path in args.files if _intact(path, args.compression, describe)]
+    return 0 if len(intact) == len(args.files) else 1
 
 
 def _convert_voc(args: argparse.Namespace) -> int:
@@ -119,151 +133,34 @@ def _convert_voc(args: argparse.Namespace) -> int:
         return 1
     where = str(paths[0]) if len(paths) == 1 else f"{paths[0]} ... {paths[-1].name}"
     records = sum(verify(path, args.compression) for path in paths)  # what was written reads back
-    size, files = sum(path.stat().st_size for path in paths), len(paths)
-    counts = f"{records:,} record{'s' * (records != 1)} in {files} file{'s' * (files != 1)}"
-    _say(f"wrote split {args.split!r}: {counts}, {size:,} bytes: {where}")
+    size = sum(path.stat().st_size for path in paths)
+    counts = f"{_count(records, 'record')} in {_count(len(paths), 'file')}, {size:,} bytes"
+    _say(f"wrote split {args.split!r}: {counts}: {where}")
     return 0
 
 
-_FILES = "files", {"nargs": "+", "type": Path, "metavar": "FILE", "help": "the files"}
-_STORED = (
-    "--compression",
-    {
-        "type": _compression,
-        "default": _DETECT,
-        "help": "how FILE is stored (default: detected from its first bytes)",
-    },
-)
-_COMMANDS = {  # name: (run, help, rest of the description, [(flags, add_argument keywords)])
-    "convert-voc": (
-        _convert_voc,
-        "convert a split of a VOC2012-layout folder into TFRecord shards",
-        "PREFIX-00000-of-0000N.tfrecord, with a progress bar on stderr and a one-line summary. "
-        "Existing outputs are replaced only with --overwrite.",
-        [
-            (
-                "--voc-root",
-                {
-                    "type": Path,
-                    "metavar": "DIR",
-                    "help": "the VOC2012 folder "
-                    "(default: $VOC_ROOT if set, else the embedded sample)",
-                },
-            ),
-            ("--split", {"required": True, "metavar": "NAME", "help": "train, val or trainval"}),
-            (
-                "--out",
-                {
-                    "required": True,
-                    "type": Path,
-                    "metavar": "PREFIX",
-                    "help": "output prefix: data/voc-train",
-                },
-            ),
-            (
-                "--num-shards --shards",
-                {
-                    "type": _int_at_least(1, "a positive integer"),
-                    "default": 1,
-                    "metavar": "N",
-                    "help": "how many shard files to write (default 1)",
-                },
-            ),
-            (
-                "--encoding",
-                {
-                    "choices": ("raw", "encoded"),
-                    "default": "raw",
-                    "help": "raw: uint8 pixels; encoded: JPEG, PNG mask (default raw)",
-                },
-            ),
-            (
-                "--compression",
-                {
-                    "type": _compression,
-                    "metavar": "GZIP|ZLIB|NONE",
-                    "help": "compress the shards as TensorFlow does (default NONE)",
-                },
-            ),
-            (
-                "--task",
-                {
-                    "choices": ("segmentation", "detection"),
-                    "default": "segmentation",
-                    "help": "segmentation: image/mask pairs (--encoding applies); detection: "
-                    "the JPEG and its Annotations/ID.xml boxes, Object Detection API keys "
-                    "(default segmentation)",
-                },
-            ),
-            (
-                "--shuffle-seed",
-                {
-                    "type": _int_at_least(0, "a non-negative integer"),
-                    "metavar": "N",
-                    "help": "a random order fixed by N (default: the split's)",
-                },
-            ),
-            (
-                "--engine",
-                {
-                    "choices": ("local", "beam"),
-                    "default": "local",
-                    "help": "local: this process; beam: Apache Beam (default local)",
-                },
-            ),
-            (
-                "--beam-option",
-                {
-                    "action": "append",
-                    "default": [],
-                    "metavar": "OPTION",
-                    "help": "with --engine beam: passed to Beam's pipeline options, "
-                    "e.g. --beam-option=--runner=FlinkRunner (repeatable)",
-                },
-            ),
-            ("--verbose", {"action": "store_true", "help": "with --engine beam: Beam's logging"}),
-            (
-                "--index",
-                {
-                    "action": "store_true",
-                    "help": "also write SHARD.index (record offsets "
-                    "for random access; plain shards only)",
-                },
-            ),
-            ("--overwrite", {"action": "store_true", "help": "replace output shards that exist"}),
-            ("--quiet", {"action": "store_true", "help": "no progress bar"}),
-        ],
-    ),
-    "verify": (
-        _verify,
-        "check every record of TFRecord files",
-        "(both CRCs, complete framing): one ok line per intact file, one line on stderr per "
-        "damaged file naming the record, its byte offset and what is wrong; then exit status 1.",
-        [_FILES, _STORED],
-    ),
-    "inspect": (
-        _inspect,
-        "count records and infer the features of TFRecord files",
-        "(Example, SequenceExample or serialized tensors): for each feature its type, values "
-        "per record and in how many records it is present; for tensors dtype and shape.",
-        [
-            _FILES,
-            _STORED,
-            (
-                "--show",
-                {
-                    "type": _int_at_least(0, "a record index (0, 1, ...)"),
-                    "metavar": "N",
-                    "help": "also print record N readably",
-                },
-            ),
-        ],
-    ),
-}
+def _command(
+    add_parser: Callable[..., argparse.ArgumentParser],
+    run: Callable[[argparse.Namespace], int],
+    name: str,
+    summary: str,
+    more: str,
+) -> argparse.ArgumentParser:
+    """The parser of command ``name``; its --help says ``summary`` (capitalised), then ``more``."""
+    description = f"{summary[0].upper()}{summary[1:]} {more}"
+    parser = add_parser(name, help=summary, description=description)
+    parser.set_defaults(run=run)
+    return parser
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    """Run the command line; return its exit status. Expected problems: one line on stderr."""
+def _add_files(parser: argparse.ArgumentParser) -> None:
+    """FILE... and how they are stored: what verify and inspect both take."""
+    parser.add_argument("files", nargs="+", type=Path, metavar="FILE", help="the files")
+    stored = "how FILE is stored (default: detected from its first bytes)"
+    parser.add_argument("--compression", type=_compression, default=_DETECT, help=stored)
+
+
+def _parser() -> argparse.ArgumentParser:
     name = Path(sys.argv[0]).name if sys.argv and sys.argv[0] else ""
     parser = argparse.ArgumentParser(
         prog=name if name == "tfrecord-helpers" else "python -m helpers",
@@ -271,14 +168,76 @@ def main(argv: Sequence[str] | None = None) -> int:
         epilog="Exit status: 0 success, 1 a damaged file or a failed command, 2 bad usage.",
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for command, (run, summary, rest, options) in _COMMANDS.items():
-        description = f"{summary[0].upper()}{summary[1:]} {rest}"
-        sub = commands.add_parser(command, help=summary, description=description)
-        sub.set_defaults(run=run)
-        for flags, keywords in options:
-            sub.add_argument(*flags.split(), **keywords)
+
+    convert = _command(
+        commands.add_parser,
+        _convert_voc,
+        "convert-voc",
+        "convert a split of a VOC2012-layout folder into TFRecord shards",
+        "PREFIX-00000-of-0000N.tfrecord, with a progress bar on stderr and a one-line summary. "
+        "Existing outputs are replaced only with --overwrite.",
+    )
+    add = convert.add_argument
+    root = "the VOC2012 folder (default: $VOC_ROOT if set, else the embedded sample)"
+    add("--voc-root", type=Path, metavar="DIR", help=root)
+    add("--split", required=True, metavar="NAME", help="train, val or trainval")
+    add("--out", required=True, type=Path, metavar="PREFIX", help="output prefix: data/voc-train")
+    shards = "how many shard files to write (default 1)"
+    positive = _int_at_least(1, "a positive integer")
+    add("--num-shards", "--shards", type=positive, default=1, metavar="N", help=shards)
+    encoding = "raw: uint8 pixels; encoded: JPEG, PNG mask (default raw)"
+    add("--encoding", choices=("raw", "encoded"), default="raw", help=encoding)
+    compress = "compress the shards as TensorFlow does (default NONE)"
+    add("--compression", type=_compression, metavar="GZIP|ZLIB|NONE", help=compress)
+    task = (
+        "segmentation: image/mask pairs (--encoding applies); detection: the JPEG and its "
+        "Annotations/ID.xml boxes, Object Detection API keys (default segmentation)"
+    )
+    add("--task", choices=("segmentation", "detection"), default="segmentation", help=task)
+    seed = "a random order fixed by N (default: the split's)"
+    non_negative = _int_at_least(0, "a non-negative integer")
+    add("--shuffle-seed", type=non_negative, metavar="N", help=seed)
+    engine = "local: this process; beam: Apache Beam (default local)"
+    add("--engine", choices=("local", "beam"), default="local", help=engine)
+    beam = (
+        "with --engine beam: passed to Beam's pipeline options, "
+        "e.g. --beam-option=--runner=FlinkRunner (repeatable)"
+    )
+    add("--beam-option", action="append", default=[], metavar="OPTION", help=beam)
+    add("--verbose", action="store_true", help="with --engine beam: Beam's logging")
+    index = "also write SHARD.index (record offsets for random access; plain shards only)"
+    add("--index", action="store_true", help=index)
+    add("--overwrite", action="store_true", help="replace output shards that exist")
+    add("--quiet", action="store_true", help="no progress bar")
+
+    check = _command(
+        commands.add_parser,
+        _verify,
+        "verify",
+        "check every record of TFRecord files",
+        "(both CRCs, complete framing): one ok line per intact file, one line on stderr per "
+        "damaged file naming the record, its byte offset and what is wrong; then exit status 1.",
+    )
+    _add_files(check)
+
+    inspect = _command(
+        commands.add_parser,
+        _inspect,
+        "inspect",
+        "count records and infer the features of TFRecord files",
+        "(Example, SequenceExample or serialized tensors): for each feature its type, values "
+        "per record and in how many records it is present; for tensors dtype and shape.",
+    )
+    _add_files(inspect)
+    record = _int_at_least(0, "a record index (0, 1, ...)")
+    inspect.add_argument("--show", type=record, metavar="N", help="also print record N readably")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command line; return its exit status. Expected problems: one line on stderr."""
     try:
-        args = parser.parse_args(argv)
+        args = _parser().parse_args(argv)
     except SystemExit as exit_:  # --help (0) or a usage error (2, message already printed)
         return int(exit_.code or 0)
     try:
