@@ -6,17 +6,20 @@ import shutil
 from pathlib import Path
 
 from helpers._checks import check_seed
+from helpers._tensorflow import QUIET_ENVIRONMENT
 
 _WORK_ROOT = Path("_work")  # relative to the notebook's own folder
 
 
 def prepare_tensorflow(seed: int = 0, deterministic_ops: bool = True) -> None:
-    """Make TensorFlow quiet, seeded and deterministic, then import it; call it before ``import
-    tensorflow`` (every Setup cell from notebook 02). TypeError or ValueError for a ``seed`` that
-    is not a non-negative int; ImportError without TensorFlow."""
+    """Quiet TensorFlow (:data:`QUIET_ENVIRONMENT`, its loggers), let it pool freed CPU buffers
+    (unless ``TF_CPU_ALLOCATOR_USE_BFC`` is set), import it, seed Python, NumPy and TensorFlow
+    and, if ``deterministic_ops``, make its ops deterministic. Every notebook's Setup cell calls
+    it before ``import tensorflow``: the environment counts only before TensorFlow's first import.
+    TypeError or ValueError for a ``seed`` that is not a non-negative int; ImportError without
+    TensorFlow."""
     seed = check_seed(seed)
-    os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"  # C++ INFO, WARNING and ERROR lines
-    os.environ["TF_ENABLE_ONEDNN_OPTS"] = "0"  # the oneDNN notice ignores the log level
+    os.environ.update(QUIET_ENVIRONMENT)
     # Pool freed buffers (unless set): faulting them in again was 1/4 of notebook 03's CPU time
     os.environ.setdefault("TF_CPU_ALLOCATOR_USE_BFC", "true")
 
@@ -31,8 +34,9 @@ def prepare_tensorflow(seed: int = 0, deterministic_ops: bool = True) -> None:
 
 
 def work_dir(name: str, root: Path | str = _WORK_ROOT) -> Path:
-    """An emptied folder ``<root>/<name>`` for a notebook's files (notebook 01's Setup).
-    ValueError if ``name`` is not a plain folder name."""
+    """The folder ``<root>/<name>`` for a notebook's files, made empty (what was in it is deleted).
+    ``root`` defaults to ``_work`` in the current folder: the notebook's own, when Jupyter runs
+    it. Every notebook's Setup cell calls it. ValueError if ``name`` is not a plain folder name."""
     if not name or Path(name).name != name or name in {".", ".."}:
         raise ValueError(f"work folder name must be a plain name, got {name!r}")
     path = Path(root) / name
