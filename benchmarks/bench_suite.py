@@ -1,14 +1,14 @@
 """How long the pytest phase of `make test` takes, and where its time goes.
 
-`python -m benchmarks suite` runs the same pytest command as `make test` (lint and the
-install step left out) three times in this checkout (``BENCH_SUITE_ROUNDS`` to change
-that), one run after another, and prints:
+`python -m benchmarks suite` runs the pytest phase of `make test` (plain pytest: its options
+are those of pyproject.toml, which it records with the result; lint and the install step left
+out) three times in this checkout (``BENCH_SUITE_ROUNDS`` to change that), one run after
+another, and prints:
 
 * the wall time of each run, their median and range, against the goal of the issue "CI
   that holds on any machine": at most 150 s on the 2-core machine;
 * the seconds of each group of tests (a notebook with the checks that reuse its runs, or
-  a test file), as the two workers receive them, in the last run: the order of
-  ``HEAVIEST_FIRST`` in conftest.py should follow it;
+  a test file), as the two workers receive them, in the last run;
 * the 15 slowest tests of the last run.
 
 Timing belongs here, never in a test: the machines are noisy. Run it on an otherwise idle
@@ -23,6 +23,7 @@ import statistics
 import subprocess
 import sys
 import time
+import tomllib
 from collections import defaultdict
 from pathlib import Path
 
@@ -30,11 +31,15 @@ from benchmarks import _common
 
 ROOT = Path(__file__).resolve().parents[1]
 GOAL_SECONDS = 150
-COMMAND = [
-    sys.executable, "-m", "pytest", "tests", "notebooks",
-    "--nbval", "--nbval-current-env", "--nbval-sanitize-with", "tests/nbval_sanitize.cfg",
-    "-n", "2", "--dist", "loadscope", "--no-loadscope-reorder", "-q", "--durations=0",
-]  # fmt: skip
+COMMAND = [sys.executable, "-m", "pytest", "-q", "--durations=0"]  # and pyproject.toml's options
+
+
+def pytest_options() -> dict:
+    """The suite's options as pytest reads them: [tool.pytest.ini_options] of pyproject.toml."""
+    with open(ROOT / "pyproject.toml", "rb") as file:
+        return tomllib.load(file)["tool"]["pytest"]["ini_options"]
+
+
 DURATION = re.compile(r"^\s*([0-9.]+)s (setup|call|teardown)\s+(\S.*)$")
 
 
@@ -78,6 +83,8 @@ def main() -> None:
     for seconds, phase, test in sorted(phases, reverse=True)[:15]:
         print(f"  {seconds:6.1f}  {phase:8} {test}")
     _common.EXTRA.update(
+        pytest_command=COMMAND[1:],
+        pytest_options=pytest_options(),
         suite_seconds=times,
         goal_seconds=GOAL_SECONDS,
         group_seconds=dict(sorted(groups.items(), key=lambda g: -g[1])),

@@ -21,8 +21,9 @@ import nbformat
 from nbclient import NotebookClient
 from nbconvert.preprocessors import CoalesceStreamsPreprocessor
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
+from helpers._tensorflow import QUIET_ENVIRONMENT
+
+os.environ.update(QUIET_ENVIRONMENT)  # the kernels inherit it
 os.environ.setdefault("MPLBACKEND", "module://matplotlib_inline.backend_inline")
 
 

@@ -31,6 +31,7 @@ from pathlib import Path
 
 import nbformat
 import numpy as np
+import pytest
 from nbclient import NotebookClient
 from PIL import Image
 
@@ -345,12 +346,13 @@ def grading_problems(scores: dict[str, list[tuple[float, float]]]) -> list[str]:
 
 
 # ---------------------------------------------------------------- the checks, as pytest runs them
-# Each takes nbval's collector of one notebook (conftest.py adds them after its cells).
+# Each takes nbval's collector of one notebook and pytest's ``tmp_path_factory`` for its
+# folders (conftest.py adds them after the notebook's cells).
 
 _RUNS: dict[Path, dict] = {}  # per notebook: its two runs, collected or made once
 
 
-def solved_run(notebook) -> nbformat.NotebookNode:
+def solved_run(notebook, folders: pytest.TempPathFactory) -> nbformat.NotebookNode:
     """nbval's run of the notebook, or (if nbval did not run every cell) a run of our own."""
     path, runs = Path(notebook.path), _RUNS.setdefault(Path(notebook.path), {})
     if "solved" not in runs:
@@ -360,35 +362,37 @@ def solved_run(notebook) -> nbformat.NotebookNode:
         if len(outputs) == code_cells and all(o is not None for o in outputs):
             runs["solved"] = with_outputs(path, outputs)
         else:
-            folder = notebook.config._tmp_path_factory.mktemp(f"{path.stem}-solved")
-            runs["solved"] = run_as_committed(path, folder)
+            runs["solved"] = run_as_committed(path, folders.mktemp(f"{path.stem}-solved"))
     return runs["solved"]
 
 
-def student_run(notebook) -> tuple[nbformat.NotebookNode, ProbeRun | None]:
+def student_run(
+    notebook, folders: pytest.TempPathFactory
+) -> tuple[nbformat.NotebookNode, ProbeRun | None]:
     path, runs = Path(notebook.path), _RUNS.setdefault(Path(notebook.path), {})
     if "student" not in runs:
-        folder = notebook.config._tmp_path_factory.mktemp(f"{path.stem}-student")
-        runs["student"] = run_student_copy(path, folder)
+        runs["student"] = run_student_copy(path, folders.mktemp(f"{path.stem}-student"))
     return runs["student"]
 
 
-def check_student_copy(notebook) -> None:
+def check_student_copy(notebook, folders: pytest.TempPathFactory) -> None:
     path = Path(notebook.path)
-    problems = student_copy_problems(path, student_run(notebook)[0])
+    problems = student_copy_problems(path, student_run(notebook, folders)[0])
     assert not problems, f"{path.name} student copy: {problems}"
 
 
-def check_figures(notebook) -> None:
+def check_figures(notebook, folders: pytest.TempPathFactory) -> None:
     path = Path(notebook.path)
     stored = nbformat.read(path, as_version=4)
-    compared, problems = figure_problems(stored.cells, solved_run(notebook).cells, path.name)
+    compared, problems = figure_problems(
+        stored.cells, solved_run(notebook, folders).cells, path.name
+    )
     assert not problems, f"{problems}: run make notebooks"
     assert compared == png_outputs(stored, ignored=False)
 
 
-def check_probe(notebook) -> None:
-    path, run = Path(notebook.path), student_run(notebook)[1]
+def check_probe(notebook, folders: pytest.TempPathFactory) -> None:
+    path, run = Path(notebook.path), student_run(notebook, folders)[1]
     _, same = figure_problems([run.stored], [run.unchanged], path.name)
     assert same == [], f"drawn again unchanged, the figure should match: {same}"
     compared, changed = figure_problems([run.stored], [run.changed], path.name)
@@ -397,10 +401,10 @@ def check_probe(notebook) -> None:
     )
 
 
-def check_grading(notebook) -> None:
+def check_grading(notebook, folders: pytest.TempPathFactory) -> None:
     path = Path(notebook.path)
-    course = notebook.config._tmp_path_factory.mktemp(f"{path.stem}-course")
-    scores = grade(path, solved_run(notebook), student_run(notebook)[0], course)
+    course = folders.mktemp(f"{path.stem}-course")
+    scores = grade(path, solved_run(notebook, folders), student_run(notebook, folders)[0], course)
     problems = grading_problems(scores)
     assert not problems, f"{path.name}: {problems}"
 

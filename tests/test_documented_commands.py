@@ -20,7 +20,7 @@ NOT_RUN = {
     "make lab": "starts a JupyterLab server and waits for a browser",
     "VOC_ROOT=/path/to/VOCdevkit/VOC2012 make lab": "needs a VOC2012 download and starts a server",
     "make test": "is this test suite (CI runs it through .ci/run)",
-    "make stability": "runs the notebook checks four times (minutes); CI runs them once",
+    "make stability": "runs the notebook checks three times (minutes); CI runs them once",
     "make notebooks": "rewrites every notebook in place; the same script is run below on a copy",
     "make bench": "takes minutes and measures time, which tests never do",
     "python -m benchmarks beam": "takes minutes and measures time, which tests never do",
@@ -28,8 +28,8 @@ NOT_RUN = {
     "python -m benchmarks pipeline": "takes minutes and measures time, which tests never do",
     "python -m benchmarks suite": "runs this test suite three times and measures time",
     "make mutation": "runs the helper tests once per mutant, for hours; not part of make test",
-    'make test NBVAL="--nbval-lax --nbval-current-env"': "is this test suite without comparing "
-    "stored outputs; make test runs the same tests and compares them",
+    "make test NBVAL=--nbval-lax": "is this test suite without comparing stored outputs; "
+    "make test runs the same tests and compares them",
     "make sample": "rewrites helpers/sample_data; tests/test_voc_sample.py checks the sample",
     "make lock": "re-resolves against the package registry and rewrites requirements.lock; "
     "tests/test_environment.py checks that the lock agrees with the pins",
@@ -37,8 +37,8 @@ NOT_RUN = {
     "tests/test_environment.py checks environment.yml against the pins",
     "conda activate tfrecord-tutorials": "conda (see above)",
     "jupyter lab notebooks/": "starts a JupyterLab server",
-    "python -m pytest tests notebooks --nbval --nbval-current-env --nbval-sanitize-with "
-    "tests/nbval_sanitize.cfg": "is this test suite, as conda users run it",
+    ".venv/bin/python -m pytest tests/test_records.py -n 0": "runs one test file of this suite",
+    "python -m pytest": "is this test suite, as conda users run it (make test runs it after lint)",
     "python -m http.server -d build/html 8000": "starts a web server; tests/test_docs_site.py "
     "serves the site on localhost itself and opens every page in Chromium",
 }
