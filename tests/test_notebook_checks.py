@@ -71,9 +71,24 @@ def test_a_missing_figure_is_reported_and_ignored_cells_are_not_compared():
 
 def test_grading_problems_need_full_marks_for_solutions_and_zero_for_the_student_copy():
     assert nc.grading_problems({"solved": [(1, 1), (1, 1)], "student": [(0, 1), (0, 1)]}) == []
-    assert nc.grading_problems({"solved": [(1, 1), (0, 1)], "student": [(0, 1), (0, 1)]})
-    assert nc.grading_problems({"solved": [(1, 1), (1, 1)], "student": [(0, 1), (1, 1)]})
-    assert nc.grading_problems({"solved": [(1, 1)], "student": [(0, 1)]})
+    # each failing case reports exactly what is wrong, and nothing else
+    assert nc.grading_problems({"solved": [(1, 1), (0, 1)], "student": [(0, 1), (0, 1)]}) == [
+        "the solved notebook did not get full marks: [(1, 1), (0, 1)]"
+    ]
+    assert nc.grading_problems({"solved": [(1, 1), (0, 0)], "student": [(0, 1), (0, 0)]}) == [
+        "the solved notebook did not get full marks: [(1, 1), (0, 0)]"  # a cell worth nothing
+    ]
+    assert nc.grading_problems({"solved": [(1, 1), (1, 1)], "student": [(0, 1), (1, 1)]}) == [
+        "the student copy did not get zero: [(0, 1), (1, 1)]"
+    ]
+    assert nc.grading_problems({"solved": [(1, 1)], "student": [(0, 1)]}) == [
+        "nbgrader found 1 graded cells, expected >= 2"
+    ]
+    assert nc.grading_problems({"solved": [(0, 1)], "student": [(1, 1)]}) == [
+        "nbgrader found 1 graded cells, expected >= 2",
+        "the solved notebook did not get full marks: [(0, 1)]",
+        "the student copy did not get zero: [(1, 1)]",
+    ]
 
 
 def test_outputs_go_to_the_released_notebook_only_where_the_cells_match():
