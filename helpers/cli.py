@@ -1,6 +1,5 @@
-"""``python -m helpers convert-voc | verify | inspect``; see :func:`main`. Notebook 06 runs
-``verify`` and ``inspect``, notebook 08 ``convert-voc --engine beam``, notebook 09
-``convert-voc --task detection`` and ``inspect``."""
+"""``python -m helpers convert-voc | verify | inspect``: notebook 06 runs verify and inspect,
+notebook 08 convert-voc --engine beam, notebook 09 convert-voc --task detection and inspect."""
 
 import argparse
 import functools
@@ -24,9 +23,7 @@ def _complain(line: str) -> None:
 
 def _count(number: int, noun: str) -> str:
     """``1 record``, ``1,000 records``."""
-    if number == 1:
-        return f"1 {noun}"
-    return f"{number:,} {noun}s"
+    return f"{number:,} {noun}" if number == 1 else f"{number:,} {noun}s"
 
 
 def _int_at_least(minimum: int, what: str) -> Callable[[str], int]:
@@ -40,16 +37,14 @@ def _int_at_least(minimum: int, what: str) -> Callable[[str], int]:
 
 def _compression(text: str) -> str | None:
     """GZIP, ZLIB or NONE, in any letter case, as :func:`check_compression` gives them."""
-    name = text.upper()
     try:
-        return check_compression(None if name == "NONE" else name)
+        return check_compression(None if text.upper() == "NONE" else text.upper())
     except ValueError:
         raise argparse.ArgumentTypeError(f"expected GZIP, ZLIB or NONE, got {text!r}") from None
 
 
 def _intact(path: Path, asked: object, work: Callable[[Path, str | None], bool]) -> bool:
-    """``work(path, compression)``; False, after one line on stderr, if the file is damaged or
-    cannot be read."""
+    """Whether ``work(path, compression)`` went well; one line on stderr if it did not."""
     compression = None
     try:
         compression = detect_compression(path) if asked is _DETECT else asked
@@ -81,14 +76,14 @@ def _inspect(args: argparse.Namespace) -> int:
             _say("")
         summary = describe_file(path, compression)
         _say(format_summary(summary))
-        if args.show is None:
-            return True
-        if args.show >= summary.num_records:
-            count = summary.num_records
-            _complain(f"{path}: --show {args.show}: the file has only {count} records")
+        if args.show is not None and args.show >= summary.num_records:
+            _complain(
+                f"{path}: --show {args.show}: the file has only {summary.num_records} records"
+            )
             return False
-        payload = next(itertools.islice(iter_records(path, compression), args.show, None))
-        _say(f"record {args.show}: {format_record(payload)}")
+        if args.show is not None:
+            payload = next(itertools.islice(iter_records(path, compression), args.show, None))
+            _say(f"record {args.show}: {format_record(payload)}")
         return True
 
     intact = [path for path in args.files if _intact(path, args.compression, describe)]
@@ -139,25 +134,23 @@ def _convert_voc(args: argparse.Namespace) -> int:
     return 0
 
 
-def _command(
-    add_parser: Callable[..., argparse.ArgumentParser],
-    run: Callable[[argparse.Namespace], int],
-    name: str,
-    summary: str,
-    more: str,
-) -> argparse.ArgumentParser:
-    """The parser of command ``name``; its --help says ``summary`` (capitalised), then ``more``."""
-    description = f"{summary[0].upper()}{summary[1:]} {more}"
-    parser = add_parser(name, help=summary, description=description)
-    parser.set_defaults(run=run)
-    return parser
-
-
-def _add_files(parser: argparse.ArgumentParser) -> None:
-    """FILE... and how they are stored: what verify and inspect both take."""
-    parser.add_argument("files", nargs="+", type=Path, metavar="FILE", help="the files")
-    stored = "how FILE is stored (default: detected from its first bytes)"
-    parser.add_argument("--compression", type=_compression, default=_DETECT, help=stored)
+_ABOUT = {  # command: its line in the list of commands, then the rest of its own --help
+    "convert-voc": (
+        "convert a split of a VOC2012-layout folder into TFRecord shards",
+        "PREFIX-00000-of-0000N.tfrecord, with a progress bar on stderr and a one-line summary. "
+        "Existing outputs are replaced only with --overwrite.",
+    ),
+    "verify": (
+        "check every record of TFRecord files",
+        "(both CRCs, complete framing): one ok line per intact file, one line on stderr per "
+        "damaged file naming the record, its byte offset and what is wrong; then exit status 1.",
+    ),
+    "inspect": (
+        "count records and infer the features of TFRecord files",
+        "(Example, SequenceExample or serialized tensors): for each feature its type, values "
+        "per record and in how many records it is present; for tensors dtype and shape.",
+    ),
+}
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -169,14 +162,14 @@ def _parser() -> argparse.ArgumentParser:
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
-    convert = _command(
-        commands.add_parser,
-        _convert_voc,
-        "convert-voc",
-        "convert a split of a VOC2012-layout folder into TFRecord shards",
-        "PREFIX-00000-of-0000N.tfrecord, with a progress bar on stderr and a one-line summary. "
-        "Existing outputs are replaced only with --overwrite.",
-    )
+    def command(name: str, run: Callable[[argparse.Namespace], int]) -> argparse.ArgumentParser:
+        summary, more = _ABOUT[name]
+        description = f"{summary[0].upper()}{summary[1:]} {more}"
+        sub = commands.add_parser(name, help=summary, description=description)
+        sub.set_defaults(run=run)
+        return sub
+
+    convert = command("convert-voc", _convert_voc)
     add = convert.add_argument
     root = "the VOC2012 folder (default: $VOC_ROOT if set, else the embedded sample)"
     add("--voc-root", type=Path, metavar="DIR", help=root)
@@ -210,25 +203,12 @@ def _parser() -> argparse.ArgumentParser:
     add("--overwrite", action="store_true", help="replace output shards that exist")
     add("--quiet", action="store_true", help="no progress bar")
 
-    check = _command(
-        commands.add_parser,
-        _verify,
-        "verify",
-        "check every record of TFRecord files",
-        "(both CRCs, complete framing): one ok line per intact file, one line on stderr per "
-        "damaged file naming the record, its byte offset and what is wrong; then exit status 1.",
-    )
-    _add_files(check)
-
-    inspect = _command(
-        commands.add_parser,
-        _inspect,
-        "inspect",
-        "count records and infer the features of TFRecord files",
-        "(Example, SequenceExample or serialized tensors): for each feature its type, values "
-        "per record and in how many records it is present; for tensors dtype and shape.",
-    )
-    _add_files(inspect)
+    check = command("verify", _verify)
+    inspect = command("inspect", _inspect)
+    stored = "how FILE is stored (default: detected from its first bytes)"
+    for sub in (check, inspect):  # both take files and how they are stored
+        sub.add_argument("files", nargs="+", type=Path, metavar="FILE", help="the files")
+        sub.add_argument("--compression", type=_compression, default=_DETECT, help=stored)
     record = _int_at_least(0, "a record index (0, 1, ...)")
     inspect.add_argument("--show", type=record, metavar="N", help="also print record N readably")
     return parser
