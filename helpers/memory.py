@@ -22,17 +22,20 @@ def _rss_bytes() -> int:
 def track_peak_memory(interval_s: float = 0.005) -> Iterator[SimpleNamespace]:
     """Yield a result whose ``peak_increase_mib`` is, after the block, how far resident memory
     rose (spikes under ``interval_s`` may be missed). ImportError without /proc or psutil."""
-    peak, done = [start := _rss_bytes()], threading.Event()
+    start = peak = _rss_bytes()
+    done = threading.Event()
 
     def sample() -> None:
+        nonlocal peak
         while not done.wait(interval_s):
-            peak[0] = max(peak[0], _rss_bytes())
+            peak = max(peak, _rss_bytes())
 
-    (thread := threading.Thread(target=sample, daemon=True)).start()
+    thread = threading.Thread(target=sample, daemon=True)
+    thread.start()
     result = SimpleNamespace(peak_increase_mib=0.0)
     try:
         yield result
     finally:
         done.set()
         thread.join()
-        result.peak_increase_mib = max(0, max(peak[0], _rss_bytes()) - start) / 2**20
+        result.peak_increase_mib = (max(peak, _rss_bytes()) - start) / 2**20
