@@ -7,7 +7,7 @@ import tokenize
 import numpy as np
 from numpy.lib import format as npy
 
-_MAGIC = npy.MAGIC_PREFIX  # b"\x93NUMPY", the first six bytes of every .npy file
+from helpers._magic import MAGIC
 
 
 def pack(array: np.ndarray) -> bytes:
@@ -30,9 +30,9 @@ def unpack(blob: bytes | bytearray | memoryview) -> np.ndarray:
         raise TypeError(f"expected .npy bytes, got {type(blob).__name__}")
     blob = bytes(blob)
     stream, size = io.BytesIO(blob), f"{len(blob):,} bytes"
-    if not blob.startswith(_MAGIC):
-        problem = "truncated" if _MAGIC.startswith(blob) else "not"
-        expected = f"expected the magic {_MAGIC!r}, found {blob[:6]!r}"
+    if not blob.startswith(MAGIC["NPY"]):
+        problem = "truncated" if MAGIC["NPY"].startswith(blob) else "not"
+        expected = f"expected the magic {MAGIC['NPY']!r}, found {blob[:6]!r}"
         raise ValueError(f"{problem} .npy bytes ({size}): {expected}")
     try:
         version = npy.read_magic(stream)
@@ -46,7 +46,8 @@ def unpack(blob: bytes | bytearray | memoryview) -> np.ndarray:
     if dtype.hasobject:
         raise ValueError(f"refused .npy bytes ({size}): dtype {dtype} holds pickled Python objects")
     start, needed = stream.tell(), dtype.itemsize * math.prod(shape)
-    if (found := len(blob) - start) != needed:
+    found = len(blob) - start
+    if found != needed:
         problem = f"{'truncated' if found < needed else 'too long'} .npy bytes ({size})"
         says = f"the header says dtype {dtype.str} and shape {shape}, so {needed:,} data bytes"
         raise ValueError(f"{problem}: {says} after byte {start:,}; found {found:,}")
