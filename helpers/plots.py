@@ -1,10 +1,15 @@
-"""Figures of VOC images and masks in the VOC colours (void is cream): notebooks 02 and 03."""
+"""Figures of VOC images and masks in the VOC colours (void is cream): notebook 03."""
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 import numpy as np
+from numpy.typing import ArrayLike
 
 from helpers import voc
+
+if TYPE_CHECKING:  # importing this module imports no matplotlib
+    from matplotlib.figure import Figure
 
 
 def _as_mask(mask) -> np.ndarray:
@@ -27,7 +32,7 @@ def _overlay(image, mask, alpha: float = 0.55, void_alpha: float = 0.85) -> np.n
     return np.round(np.where((mask != 0)[..., None], blended, image)).astype(np.uint8)
 
 
-def class_names(masks) -> list[str]:
+def class_names(masks: ArrayLike) -> list[str]:
     """Names of the classes present in ``masks`` (any shape), in class order, "void" last."""
     values = np.unique(np.asarray(masks))
     names = [voc.VOC_CLASSES[v] for v in values if v < len(voc.VOC_CLASSES)]
@@ -54,8 +59,12 @@ def _figure(rows: int, columns: int, width: float, height: float, masks):
 
 
 def show_batch(
-    images, masks, columns: int = 4, titles: Sequence[str] | None = None, title: str = ""
-):
+    images: ArrayLike,
+    masks: ArrayLike,
+    columns: int = 4,
+    titles: Sequence[str] | None = None,
+    title: str = "",
+) -> "Figure":
     """A grid of overlays of a batch (notebook 03). ValueError if the numbers of images, masks and
     titles (if any) differ or are 0, or for arrays of another dtype or shape."""
     images, masks, titles = np.asarray(images), np.asarray(masks), list(titles or [])
@@ -75,8 +84,13 @@ def show_batch(
     return figure
 
 
-def show_pairs(images, masks, titles: Sequence[str] | None = None, size: float = 3.0):
-    """A figure of each image above its mask, one column per pair (notebooks 02, 03). ValueError
+def show_pairs(
+    images: Sequence[ArrayLike],
+    masks: Sequence[ArrayLike],
+    titles: Sequence[str] | None = None,
+    size: float = 3.0,
+) -> "Figure":
+    """A figure of each image above its mask, one column per pair (notebook 03). ValueError
     if the numbers of images, masks and titles (if any) differ or are 0, or a mask is bad."""
     titles, masks = list(titles or []), [_as_mask(mask) for mask in masks]
     if len(images) == 0 or len(masks) != len(images) or len(titles) not in (0, len(images)):
