@@ -4,64 +4,67 @@ import glob
 import os
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from helpers import voc
-from helpers._checks import check_compression, check_int, check_seed
+from helpers._checks import check_compression, check_int, check_paths, check_seed
+from helpers._examples import SEGMENTATION, message
 from helpers.records import detect_compression, iter_records
-from helpers.voc_records import _OPTIONAL, feature_spec
+from helpers.voc_records import feature_spec
+
+if TYPE_CHECKING:
+    import tensorflow as tf
 
 _FILE_STRIDE = 2**40  # a record's position: file number * _FILE_STRIDE + index in its file
-_READ = {  # the features parsed
-    "raw": ("image_raw", "mask_raw", "height", "width"),
-    "encoded": ("image/encoded", "image/segmentation/class/encoded"),
-}
 
 
 def _schema(path: Path, compression: str | None) -> str | None:
     """The schema of record 0 ("raw" or "encoded"), checked in full; None if there is none."""
-    import tensorflow as tf
+    from google.protobuf.message import DecodeError
 
     first = next(iter_records(path, compression), None)
     if first is None:
         return None
     try:
-        features = tf.train.Example.FromString(first).features.feature
-    except Exception as error:  # protobuf's DecodeError
+        features = message("Example").FromString(first).features.feature
+    except DecodeError as error:
         raise ValueError(f"{path}: record 0 is not a tf.train.Example ({error})") from None
-    wanted = {name: [key for key in feature_spec(name) if key not in _OPTIONAL] for name in _READ}
-    found = [name for name, keys in wanted.items() if set(keys) <= set(features)]
+    required = {
+        name: [k for k, key in keys.items() if key.default is None]
+        for name, keys in SEGMENTATION.items()
+    }
+    found = [name for name, keys in required.items() if set(keys) <= set(features)]
     if not found:  # e.g. the official tutorial's images.tfrecords: a JPEG in image_raw, no mask
-        expected = "; ".join(f"{name}: {', '.join(keys)}" for name, keys in wanted.items())
-        message = f"record 0 has features {sorted(features)}, which match neither VOC schema"
-        raise ValueError(f"{path}: {message} (expected every key of one: {expected})")
-    for key, spec in feature_spec(found[0]).items():
-        kind = "int64_list" if spec.dtype.is_integer else "bytes_list"
-        held = features[key].WhichOneof("kind") if key in features else None
-        count = len(getattr(features[key], kind).value) if held == kind else 0
-        if count != 1 and (held or key not in _OPTIONAL):  # an optional key may be missing
-            held = f"{count} values" if held == kind else f"a {held}" if held else "nothing"
-            where = f"{path}: record 0 ({found[0]} schema): feature {key!r}"
-            raise ValueError(f"{where} holds {held}, expected one value in a {kind}")
+        expected = "; ".join(f"{name}: {', '.join(keys)}" for name, keys in required.items())
+        problem = f"record 0 has features {sorted(features)}, which match neither VOC schema"
+        raise ValueError(f"{path}: {problem} (expected every key of one: {expected})")
+    for name, key in SEGMENTATION[found[0]].items():
+        kind = f"{key.kind}_list"
+        held = features[name].WhichOneof("kind") if name in features else None
+        count = len(getattr(features[name], kind).value) if held == kind else 0
+        if count != 1 and (held or key.default is None):  # an optional key may be missing
+            what = {kind: f"{count} values", None: "nothing"}.get(held, f"a {held}")
+            where = f"{path}: record 0 ({found[0]} schema): feature {name!r}"
+            raise ValueError(f"{where} holds {what}, expected one value in a {kind}")
     return found[0]
 
 
 def _inputs(files: str | os.PathLike | Sequence, encoding: str, compression: object) -> tuple:
     """``(paths, encoding, compression)`` of a path, glob pattern (sorted) or sequence of paths;
     FileNotFoundError, or ValueError naming a file of another format."""
-    if isinstance(files, (str, os.PathLike)):
-        text = os.fspath(files)
-        files = sorted(glob.glob(text)) if glob.has_magic(text) else [text]
+    if isinstance(files, (str, os.PathLike)) and glob.has_magic(os.fspath(files)):
+        pattern, files = os.fspath(files), sorted(glob.glob(os.fspath(files)))
         if not files:
-            raise FileNotFoundError(f"no file matches {text!r}")
-    paths = [Path(p) for p in files]
+            raise FileNotFoundError(f"no file matches {pattern!r}")
+    paths = check_paths(files)
     if not paths:
         raise ValueError("files is empty: pass at least one TFRecord file")
-    if missing := [str(p) for p in paths if not p.is_file()]:
+    missing = [str(p) for p in paths if not p.is_file()]
+    if missing:
         raise FileNotFoundError(f"no such file: {', '.join(missing)}")
-    if encoding not in ("auto", *_READ):
+    if encoding not in ("auto", *SEGMENTATION):
         raise ValueError(f"encoding must be 'auto', 'raw' or 'encoded', got {encoding!r}")
-    asked = {"encoding": encoding}
-    asked["compression"] = compression if compression == "auto" else check_compression(compression)
+    asked = {"encoding": encoding, "compression": check_compression(compression, auto=True)}
     stored = {path: detect_compression(path) for path in paths if path.stat().st_size}
     schemas = {path: _schema(path, how) for path, how in stored.items()}
     found = {"compression": stored, "encoding": {p: e for p, e in schemas.items() if e}}
@@ -87,7 +90,7 @@ def _decode(serialized, encoding: str, where: list):
     def check(condition, *parts):
         return tf.debugging.Assert(condition, [*where, *parts], summarize=8)
 
-    spec = {key: feature_spec(encoding)[key] for key in _READ[encoding]}
+    spec = feature_spec(encoding)  # every key with a default: checks below name what is missing
     spec = {k: f._replace(default_value=-1 if f.dtype.is_integer else b"") for k, f in spec.items()}
     values = tf.io.parse_single_example(serialized, spec)
     if encoding == "raw":
@@ -100,11 +103,11 @@ def _decode(serialized, encoding: str, where: list):
         with tf.control_dependencies(checks):
             pixels = [tf.io.decode_raw(values[k], tf.uint8) for k in ("image_raw", "mask_raw")]
         return tf.reshape(pixels[0], [height, width, 3]), tf.reshape(pixels[1], [height, width, 1])
-    image, mask = values["image/encoded"], values["image/segmentation/class/encoded"]
-    checks = [check(tf.strings.length(values[k]) > 0, f"{k} is empty (missing?)") for k in spec]
+    keys = ("image/encoded", "image/segmentation/class/encoded")
+    checks = [check(tf.strings.length(values[k]) > 0, f"{k} is empty (missing?)") for k in keys]
     with tf.control_dependencies(checks):  # JPEG (or PNG) decoded as Pillow decodes it
-        image = tf.io.decode_jpeg(image, channels=3, dct_method="INTEGER_ACCURATE")
-        mask = tf.io.decode_png(mask, channels=0)
+        image = tf.io.decode_jpeg(values[keys[0]], channels=3, dct_method="INTEGER_ACCURATE")
+        mask = tf.io.decode_png(values[keys[1]], channels=0)
     image_size, mask_size = tf.shape(image), tf.shape(mask)
     same_size = tf.reduce_all(image_size[:2] == mask_size[:2])
     checks = [
@@ -121,7 +124,9 @@ def _check_size(size: object) -> tuple[int, int]:
     return check_int(size[0], "crop height", minimum=1), check_int(size[1], "crop width", minimum=1)
 
 
-def crop_or_pad(image, mask, size: tuple[int, int], position=None):
+def crop_or_pad(
+    image: "tf.Tensor", mask: "tf.Tensor", size: tuple[int, int], position: object = None
+) -> tuple["tf.Tensor", "tf.Tensor"]:
     """Crop or pad ``image`` and ``mask`` to ``size`` with one window (centred, or placed by two
     floats in [0, 1)), the mask padded with void (notebook 03, "Crop or pad, and pad masks with
     void"). ValueError or TypeError if ``size`` is not two positive integers."""
@@ -154,7 +159,7 @@ def voc_batches(
     encoding: str = "auto",
     compression: str | None = "auto",
     drop_remainder: bool = False,
-):
+) -> "tf.data.Dataset":
     """Batches ``(images uint8 [B, H, W, 3], masks uint8 [B, H, W, 1])`` from VOC TFRecord files
     (notebook 03, "Save the pipeline as voc_batches"); "auto" detects ``encoding`` and
     ``compression``. TypeError (a size or seed not an int), FileNotFoundError, ValueError (bad

@@ -11,20 +11,20 @@ from typing import TYPE_CHECKING
 import numpy as np
 from PIL import Image, UnidentifiedImageError
 
-from helpers._checks import check_int, check_seed
-from helpers.describe import _example_bytes
+from helpers._checks import check_int, check_paths, check_seed
+from helpers._examples import FRAME, example_bytes, parsing_spec
+from helpers._magic import looks_like
 from helpers.records import iter_records, write_records
-from helpers.voc import _JPEG_MAGIC
 
 if TYPE_CHECKING:
     import tensorflow as tf
 
-_ENCODED, _TIMESTAMP, _LABELS = "frame/encoded", "frame/timestamp", "frame/labels"
+_ENCODED, _TIMESTAMP, _LABELS = FRAME  # the keys of a frame: its JPEG, time and labels
 
 
 def _jpeg_size(where: str, jpeg: object) -> tuple[int, int]:
     """``(height, width)`` read from a JPEG's header (nothing is decoded)."""
-    if not isinstance(jpeg, bytes) or not jpeg.startswith(_JPEG_MAGIC):
+    if not isinstance(jpeg, bytes) or looks_like(jpeg) != "JPEG":
         got = repr(jpeg[:4]) if isinstance(jpeg, bytes) else type(jpeg).__name__
         raise ValueError(f"{where}: expected JPEG bytes (b'\\xff\\xd8\\xff...'), got {got}")
     try:
@@ -69,11 +69,11 @@ def write_day(
     frame"). ValueError (file, frame) for lengths that differ, timestamps not increasing, labels
     not finite, frames not JPEG or of two sizes; FileExistsError (``overwrite`` replaces)."""
     labels, stamps = _check_day(str(path), jpegs, labels, timestamps)
-    features = (
-        {_ENCODED: ("bytes", [jpeg]), _TIMESTAMP: ("int64", [stamp]), _LABELS: ("float", row)}
+    payloads = (
+        example_bytes(FRAME, {_ENCODED: jpeg, _TIMESTAMP: stamp, _LABELS: row})
         for jpeg, stamp, row in zip(jpegs, stamps.tolist(), labels.tolist(), strict=True)
     )
-    return write_records(path, map(_example_bytes, features), overwrite=overwrite)
+    return write_records(path, payloads, overwrite=overwrite)
 
 
 def _parsed(where: str, parse, *args, **kwargs):
@@ -90,13 +90,6 @@ def _parsed(where: str, parse, *args, **kwargs):
         raise ValueError(f"{where}: not a protocol buffer, TensorFlow cannot parse it") from None
 
 
-def _spec(labels: object) -> dict:
-    import tensorflow as tf
-
-    fixed = tf.io.FixedLenFeature
-    return {_ENCODED: fixed([], tf.string), _TIMESTAMP: fixed([], tf.int64), _LABELS: labels}
-
-
 def _frame_shape(paths: list[Path]) -> tuple[int, int, int]:
     """``(height, width, labels per frame)`` of every file's first record; they must agree."""
     import tensorflow as tf
@@ -105,8 +98,8 @@ def _frame_shape(paths: list[Path]) -> tuple[int, int, int]:
     for path in paths:
         payload = next(iter_records(path), None)
         if payload is not None:  # an empty file yields no window
-            where, any_length = f"{path}: record 0", tf.io.VarLenFeature(tf.float32)
-            frame = _parsed(where, tf.io.parse_example, [payload], _spec(any_length), [where])
+            where = f"{path}: record 0"  # any number of labels: a RaggedFeature
+            frame = _parsed(where, tf.io.parse_example, [payload], parsing_spec(FRAME), [where])
             height, width = _jpeg_size(where, frame[_ENCODED][0].numpy())
             found.setdefault((height, width, frame[_LABELS].values.shape[0]), path)
     if len(found) != 1:
@@ -137,9 +130,9 @@ def frame_windows(
     size, stride, shift = (check_int(value, name, minimum=1) for name, value in steps.items())
     shuffle_buffer = check_int(shuffle_buffer, "shuffle_buffer", minimum=0)
     seed, cycle_length = check_seed(seed), check_int(cycle_length, "cycle_length", minimum=1)
-    paths = [Path(files)] if isinstance(files, (str, os.PathLike)) else [Path(f) for f in files]
+    paths = check_paths(files)
     height, width, num_labels = _frame_shape(paths)
-    spec = _spec(tf.io.FixedLenFeature([num_labels], tf.float32))
+    spec = parsing_spec(FRAME, {_LABELS: num_labels})
 
     def parse(record, name):  # errors name "<file>: record <i>"
         frame = tf.io.parse_example(record[None], spec, example_names=name[None])
@@ -188,6 +181,7 @@ def read_day_sequence(path: str | os.PathLike, num_labels: int) -> tuple[dict, d
     where, parse = f"{path}: record 0", tf.io.parse_single_sequence_example
     context, lists = _parsed(where, parse, payloads[0], context_spec, list_spec, example_name=where)
     lengths = {key: int(value.shape[0]) for key, value in sorted(lists.items())}
-    if set(lengths.values()) != {count := int(context["frame_count"])}:
+    count = int(context["frame_count"])
+    if set(lengths.values()) != {count}:
         raise ValueError(f"{where}: frame_count says {count} but the feature lists hold {lengths}")
     return context, lists

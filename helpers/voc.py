@@ -12,6 +12,8 @@ from xml.parsers import expat
 import numpy as np
 from PIL import Image, UnidentifiedImageError
 
+from helpers._checks import PathLike
+
 #: The 21 class names of VOC2012 segmentation; the index is the class id.
 VOC_CLASSES: tuple[str, ...] = (
     "background",
@@ -40,11 +42,9 @@ VOC_CLASSES: tuple[str, ...] = (
 #: Mask value for "not labelled" (object outlines, ambiguous regions); losses ignore it.
 VOID_LABEL = 255
 
-_JPEG_MAGIC = b"\xff\xd8\xff"
 _FOLDERS = ("JPEGImages", "SegmentationClass", "ImageSets/Segmentation")
 _PLAIN = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
 _VALID = frozenset(range(len(VOC_CLASSES))) | {VOID_LABEL}
-_PathLike = str | os.PathLike
 
 
 class VOCError(ValueError):
@@ -94,17 +94,17 @@ def _plain(name: object, what: str) -> str:
     return name
 
 
-def image_path(root: _PathLike, image_id: str) -> Path:
+def image_path(root: PathLike, image_id: str) -> Path:
     """``root/JPEGImages/<id>.jpg`` (not checked for existence); VOCError for a bad id."""
     return Path(root) / "JPEGImages" / f"{_plain(image_id, 'image id')}.jpg"
 
 
-def mask_path(root: _PathLike, image_id: str) -> Path:
+def mask_path(root: PathLike, image_id: str) -> Path:
     """``root/SegmentationClass/<id>.png`` (not checked for existence); VOCError for a bad id."""
     return Path(root) / "SegmentationClass" / f"{_plain(image_id, 'image id')}.png"
 
 
-def read_split(root: _PathLike, split: str, folder: str = "Segmentation") -> list[str]:
+def read_split(root: PathLike, split: str, folder: str = "Segmentation") -> list[str]:
     """The ids in ``ImageSets/<folder>/<split>.txt`` (notebook 01). VOCError for an unknown split
     (also a FileNotFoundError, listing the splits), non-UTF-8 text or a bad id (with its line)."""
     path = Path(root) / "ImageSets" / _plain(folder, "folder") / f"{_plain(split, 'split')}.txt"
@@ -136,7 +136,7 @@ def _open(path: Path, what: str, image_id: str) -> Image.Image:
     return image
 
 
-def load_image(root: _PathLike, image_id: str) -> np.ndarray:
+def load_image(root: PathLike, image_id: str) -> np.ndarray:
     """The photo of ``image_id`` as uint8 (H, W, 3) RGB (notebook 01). VOCError naming the id and
     file if it is missing (also a FileNotFoundError), too large, unreadable or corrupt."""
     with _open(image_path(root, image_id), "photo", image_id) as image:
@@ -145,14 +145,7 @@ def load_image(root: _PathLike, image_id: str) -> np.ndarray:
         return np.array(image if image.mode == "RGB" else image.convert("RGB"), dtype=np.uint8)
 
 
-def _read_jpeg(root: _PathLike, image_id: str) -> bytes:
-    path = image_path(root, image_id)
-    if not (jpeg := path.read_bytes()).startswith(_JPEG_MAGIC):
-        raise VOCError(f"photo of image id {image_id!r} is not a JPEG file: {path}")
-    return jpeg
-
-
-def load_mask(root: _PathLike, image_id: str) -> np.ndarray:
+def load_mask(root: PathLike, image_id: str) -> np.ndarray:
     """The mask of ``image_id`` as uint8 class indices (notebook 01). VOCError if it is missing
     (also a FileNotFoundError), undecodable, not a palette PNG, or holds values not 0-20, 255."""
     path = mask_path(root, image_id)
@@ -168,7 +161,7 @@ def load_mask(root: _PathLike, image_id: str) -> np.ndarray:
     return mask
 
 
-def load_pair(root: _PathLike, image_id: str) -> tuple[np.ndarray, np.ndarray]:
+def load_pair(root: PathLike, image_id: str) -> tuple[np.ndarray, np.ndarray]:
     """``(image, mask)`` of ``image_id`` (notebook 02); VOCError as :func:`load_image` and
     :func:`load_mask`, or if their sizes differ."""
     image, mask = load_image(root, image_id), load_mask(root, image_id)
@@ -204,7 +197,7 @@ class Annotation:
     objects: tuple[VOCObject, ...]
 
 
-def load_annotation(root: _PathLike, image_id: str) -> Annotation:
+def load_annotation(root: PathLike, image_id: str) -> Annotation:
     """The boxes of ``image_id`` from ``root/Annotations/<id>.xml`` (notebook 09). VOCError naming
     the id and file: missing (also a FileNotFoundError), malformed XML (line, column), a DOCTYPE,
     a missing or non-numeric field, a filename not ``<id>.jpg``, an unknown class, a bad box."""

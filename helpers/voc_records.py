@@ -1,63 +1,42 @@
-"""VOC image/mask pairs as ``tf.train.Example`` records: pixels, or JPEG and PNG (notebook 02)."""
+"""VOC image/mask pairs as ``tf.train.Example`` records, pixels or JPEG and PNG (notebook 02),
+and VOC boxes with the Object Detection API's keys (notebook 09)."""
 
+import hashlib
 import io
 import os
 import sys
 from collections.abc import Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from PIL import Image
 from tqdm import tqdm
 
 from helpers import voc
-from helpers.describe import _example_bytes
+from helpers._examples import CORNERS, SEGMENTATION, check_task, example_bytes, parsing_spec
+from helpers._magic import looks_like
 from helpers.records import _output_folder, write_sharded
 
-_OPTIONAL = {"filename": b""}  # keys a record may lack (the original guide has no filename)
-_SCHEMAS = {
-    "raw": {
-        "height": "int64",
-        "width": "int64",
-        "image_raw": "bytes",
-        "mask_raw": "bytes",
-        "filename": "bytes",
-    },
-    "encoded": {  # the keys of DeepLab's build_voc2012_data.py
-        "image/encoded": "bytes",
-        "image/filename": "bytes",
-        "image/format": "bytes",
-        "image/height": "int64",
-        "image/width": "int64",
-        "image/channels": "int64",
-        "image/segmentation/class/encoded": "bytes",
-        "image/segmentation/class/format": "bytes",
-    },
-}
+if TYPE_CHECKING:
+    import tensorflow as tf
 
 #: The names of the two schemas (notebook 02).
-ENCODINGS: tuple[str, ...] = tuple(_SCHEMAS)
-
-
-def _check_task(task: object, encoding: object = "raw") -> None:
-    if task not in ("segmentation", "detection"):
-        raise ValueError(f"task must be 'segmentation' or 'detection', got {task!r}")
-    if task == "segmentation" and encoding not in _SCHEMAS:
-        raise ValueError(f"encoding must be 'raw' or 'encoded', got {encoding!r}")
+ENCODINGS: tuple[str, ...] = tuple(SEGMENTATION)
+_check_task = check_task  # the old path of beam.py; it goes once beam imports helpers._examples
 
 
 def feature_spec(encoding: str) -> dict:
     """``{key: tf.io.FixedLenFeature([], dtype)}`` of a schema (notebook 02, "Parse the records
     back with a feature spec"). ValueError if ``encoding`` is not "raw" or "encoded"."""
-    _check_task("segmentation", encoding)
-    import tensorflow as tf
-
-    dtypes, schema = {"int64": tf.int64, "bytes": tf.string}, _SCHEMAS[encoding]
-    return {k: tf.io.FixedLenFeature([], dtypes[schema[k]], _OPTIONAL.get(k)) for k in schema}
+    return parsing_spec(check_task("segmentation", encoding))
 
 
-def voc_example(root: str | os.PathLike, image_id: str, encoding: str = "raw"):
+def voc_example(
+    root: str | os.PathLike, image_id: str, encoding: str = "raw"
+) -> "tf.train.Example":
     """The Example of one VOC pair (notebook 02, "Build one Example from one pair"). VOCError for
-    what ``voc.load_pair`` refuses or a photo not a JPEG; ValueError for an unknown ``encoding``."""
+    what ``voc.load_pair`` refuses, and with ``encoding="encoded"`` for a photo not a JPEG;
+    ValueError for an unknown ``encoding``."""
     import tensorflow as tf
 
     return tf.train.Example.FromString(record_payload(root, image_id, "segmentation", encoding))
@@ -69,7 +48,7 @@ def split_order(
     """The ids of a split in the order both engines write them: the split file's, or with
     ``shuffle_seed`` its ``helpers.shuffle.permutation`` (notebook 08). VOCError for a missing or
     malformed split file; TypeError or ValueError for an unknown ``task`` or a bad seed."""
-    _check_task(task)
+    check_task(task)
     ids = voc.read_split(root, split, "Main" if task == "detection" else "Segmentation")
     if shuffle_seed is None:
         return ids
@@ -83,37 +62,66 @@ def record_payload(
 ) -> bytes:
     """One image's serialized record as both ``convert-voc`` engines write it, by protobuf alone
     (notebook 08). VOCError naming id and file for bad input; ValueError: bad task or encoding."""
-    _check_task(task, encoding)
+    keys = check_task(task, encoding)
     if task == "detection":
-        from helpers.detection import _detection_payload
-
-        return _detection_payload(root, image_id)
+        return example_bytes(keys, _detection_values(root, image_id))
     image, mask = voc.load_pair(root, image_id)  # decodes every pixel of both files
-    path = voc.image_path(root, image_id)
-    height, width = mask.shape
+    name, (height, width) = voc.image_path(root, image_id).name.encode(), mask.shape
     if encoding == "raw":
-        values = {
-            "height": height,
-            "width": width,
-            "image_raw": image.tobytes(),
-            "mask_raw": mask.tobytes(),
-            "filename": path.name.encode(),
-        }
-    else:
-        jpeg = voc._read_jpeg(root, image_id)
-        png = io.BytesIO()  # grayscale: tf.io.decode_png gives the indices back, not colours
-        Image.fromarray(mask).save(png, format="PNG")
-        values = {
-            "image/encoded": jpeg,
-            "image/filename": path.name.encode(),
-            "image/format": b"jpeg",
-            "image/height": height,
-            "image/width": width,
-            "image/channels": 3,
-            "image/segmentation/class/encoded": png.getvalue(),
-            "image/segmentation/class/format": b"png",
-        }
-    return _example_bytes({key: (kind, [values[key]]) for key, kind in _SCHEMAS[encoding].items()})
+        raw = {"image_raw": image.tobytes(), "mask_raw": mask.tobytes(), "filename": name}
+        return example_bytes(keys, {"height": height, "width": width, **raw})
+    png = io.BytesIO()  # grayscale: tf.io.decode_png gives the indices back, not colours
+    Image.fromarray(mask).save(png, format="PNG")
+    values = {
+        "image/encoded": _read_jpeg(root, image_id),
+        "image/filename": name,
+        "image/format": b"jpeg",
+        "image/height": height,
+        "image/width": width,
+        "image/channels": 3,
+        "image/segmentation/class/encoded": png.getvalue(),
+        "image/segmentation/class/format": b"png",
+    }
+    return example_bytes(keys, values)
+
+
+def _read_jpeg(root: str | os.PathLike, image_id: str) -> bytes:
+    path = voc.image_path(root, image_id)
+    jpeg = path.read_bytes()
+    if looks_like(jpeg) != "JPEG":
+        raise voc.VOCError(f"photo of image id {image_id!r} is not a JPEG file: {path}")
+    return jpeg
+
+
+def _detection_values(root: str | os.PathLike, image_id: str) -> dict[str, object]:
+    """The values of an image's detection record, as ``create_pascal_tf_record.py`` has them."""
+    annotation = voc.load_annotation(root, image_id)
+    height, width = voc.load_image(root, image_id).shape[:2]  # decodes every pixel
+    jpeg = _read_jpeg(root, image_id)
+    if (height, width) != (annotation.height, annotation.width):
+        sizes = f"{width}x{height}, annotation says {annotation.width}x{annotation.height}"
+        raise voc.VOCError(
+            f"photo of image id {image_id!r} is {sizes}: {voc.image_path(root, image_id)}"
+        )
+    objects, name = annotation.objects, annotation.filename.encode()
+    values = {
+        "image/height": height,
+        "image/width": width,
+        "image/filename": name,
+        "image/source_id": name,
+        "image/key/sha256": hashlib.sha256(jpeg).hexdigest().encode(),
+        "image/encoded": jpeg,
+        "image/format": b"jpeg",
+        "image/object/class/text": [o.name.encode() for o in objects],
+        "image/object/class/label": [voc.VOC_CLASSES.index(o.name) for o in objects],
+        "image/object/difficult": [int(o.difficult) for o in objects],
+        "image/object/truncated": [int(o.truncated) for o in objects],
+        "image/object/view": [o.pose.encode() for o in objects],
+    }
+    for corner in CORNERS:  # create_pascal_tf_record.py: float(obj['bndbox']['xmin']) / width:
+        size = width if corner[0] == "x" else height  # the 1-based corner, nothing subtracted
+        values[f"image/object/bbox/{corner}"] = [getattr(o, corner) / size for o in objects]
+    return values
 
 
 def convert_split(
@@ -132,7 +140,7 @@ def convert_split(
     """Write a split's records in :func:`split_order` by :func:`helpers.records.write_sharded`;
     return the paths (notebook 02, "Make it sturdy"); an error leaves no output. Raises as
     ``write_sharded``, ValueError for a bad ``encoding``, VOCError for a bad split or pair."""
-    _check_task(task, encoding)
+    check_task(task, encoding)
 
     def payloads() -> Iterator[bytes]:  # runs only once write_sharded has checked the names
         ids = split_order(voc_root, split, task, shuffle_seed)

@@ -7,6 +7,7 @@ import numpy as np
 import pytest
 
 from helpers import describe as hi
+from helpers._examples import TENSOR_DTYPES, message, parse
 from helpers.notebook import prepare_tensorflow
 from helpers.records import RecordError, iter_records, write_records
 
@@ -66,7 +67,7 @@ def sequence_file(tmp_path):
 def test_schema_matches_tensorflows_messages_field_for_field():
     from google.protobuf import descriptor_pb2
 
-    pool = hi._message("SequenceExample").DESCRIPTOR.file.pool
+    pool = message("SequenceExample").DESCRIPTOR.file.pool
     names = ["SequenceExample", "Features", "Feature", "FeatureList", "FeatureLists"]
     for name in names + ["BytesList", "FloatList", "Int64List"]:
         ours, theirs = descriptor_pb2.DescriptorProto(), descriptor_pb2.DescriptorProto()
@@ -77,7 +78,7 @@ def test_schema_matches_tensorflows_messages_field_for_field():
 
 def test_payloads_written_by_tensorflow_read_back_identically():
     payload = sequence_example({"day": [b"x"], "n": [7]}, {"v": [[1.0, 2.0], [3.0]], "w": []})
-    kind, message = hi._parse(payload)
+    kind, message = parse(payload)
     assert kind == "SequenceExample"
     assert message.SerializeToString(deterministic=True) == payload
 
@@ -89,8 +90,8 @@ def test_the_two_kinds_parse_as_each_other_in_protobuf_but_are_told_apart():
     assert tf.train.SequenceExample.FromString(plain).context.feature["a"].int64_list.value == [1]
     assert tf.train.Example.FromString(sequence).features.feature["a"].int64_list.value == [1]
     # ... the rule in _parse does not fall for it.
-    assert hi._parse(plain)[0] == "Example"
-    assert hi._parse(sequence)[0] == "SequenceExample"
+    assert parse(plain)[0] == "Example"
+    assert parse(sequence)[0] == "SequenceExample"
 
 
 def test_describe_example_file_types_value_ranges_and_presence(example_file):
@@ -264,7 +265,7 @@ def test_tensor_schema_matches_tensorflows_field_numbers_and_types():
         "TensorShapeProto": tensor_shape_pb2.TensorShapeProto.DESCRIPTOR,
         "TensorShapeProto.Dim": tensor_shape_pb2.TensorShapeProto.Dim.DESCRIPTOR,
     }
-    pool = hi._message("TensorProto").DESCRIPTOR.file.pool
+    pool = message("TensorProto").DESCRIPTOR.file.pool
     for name, their in theirs.items():
         ours = pool.FindMessageTypeByName(f"tensorflow.{name}")
         assert ours.fields, name
@@ -282,7 +283,7 @@ def test_tensor_schema_matches_tensorflows_field_numbers_and_types():
 def test_dtype_numbers_names_and_sizes_are_tensorflows():
     from tensorflow.core.framework import types_pb2
 
-    for number, (name, size) in hi._DTYPES.items():
+    for number, (name, size) in TENSOR_DTYPES.items():
         dtype = tf.as_dtype(number)
         assert (dtype.name, dtype.as_datatype_enum) == (name, number), types_pb2.DataType.Name(
             number
@@ -290,7 +291,7 @@ def test_dtype_numbers_names_and_sizes_are_tensorflows():
         assert size == (0 if dtype == tf.string else dtype.size), name
     common = {1: "float32", 2: "float64", 3: "int32", 4: "uint8", 5: "int16", 6: "int8",
               7: "string", 9: "int64", 10: "bool", 19: "float16", 17: "uint16", 14: "bfloat16"}  # fmt: skip
-    assert {n: hi._DTYPES[n][0] for n in common} == common
+    assert {n: TENSOR_DTYPES[n][0] for n in common} == common
 
 
 def test_describe_a_file_of_serialized_3d_tensors(tmp_path):
@@ -356,9 +357,9 @@ def test_examples_and_tensors_parse_as_each_other_in_protobuf_but_are_told_apart
     wrong = tensor_pb2.TensorProto.FromString(plain)
     assert wrong.dtype == types_pb2.DT_INVALID and wrong.ByteSize() > 0  # unknown fields only
     # ... _parse does not fall for it: each payload has exactly one sensible reading.
-    assert [hi._parse(p)[0] for p in (plain, sequence, tensor, b"")] == [
+    assert [parse(p)[0] for p in (plain, sequence, tensor, b"")] == [
         "Example", "SequenceExample", "TensorProto", "Example"]  # fmt: skip
-    assert hi._parse(tensor)[1].SerializeToString() == tensor
+    assert parse(tensor)[1].SerializeToString() == tensor
 
 
 @pytest.mark.parametrize(
@@ -382,10 +383,10 @@ def test_a_tensor_proto_is_accepted_only_if_tensorflow_parses_it(
     except tf.errors.InvalidArgumentError:
         assert not tensorflow_reads, "TensorFlow refused it"
     if accepted:
-        assert hi._parse(payload)[0] == "TensorProto"
+        assert parse(payload)[0] == "TensorProto"
     else:
         with pytest.raises(ValueError, match="TensorProto of unknown dtype or wrong size"):
-            hi._parse(payload)
+            parse(payload)
 
 
 def test_every_dtype_that_serialize_tensor_writes_is_recognised():
@@ -402,9 +403,9 @@ def test_every_dtype_that_serialize_tensor_writes_is_recognised():
         except (TypeError, ValueError, tf.errors.OpError):  # no kernel or no zeros for it
             continue
         written.append(number)
-        kind, message = hi._parse(payload)
-        assert (kind, hi._DTYPES[number][0]) == ("TensorProto", tf.as_dtype(number).name)
-    assert sorted(written) == sorted(hi._DTYPES)
+        kind, message = parse(payload)
+        assert (kind, TENSOR_DTYPES[number][0]) == ("TensorProto", tf.as_dtype(number).name)
+    assert sorted(written) == sorted(TENSOR_DTYPES)
 
 
 def test_a_tensor_of_another_dtype_is_refused_naming_the_dtype(tmp_path):

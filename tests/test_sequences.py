@@ -4,8 +4,9 @@ import os
 import subprocess
 import sys
 
-os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "3")
-os.environ.setdefault("TF_ENABLE_ONEDNN_OPTS", "0")
+from helpers._tensorflow import QUIET_ENVIRONMENT
+
+os.environ.update(QUIET_ENVIRONMENT)  # before TensorFlow is imported
 
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
