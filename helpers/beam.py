@@ -16,14 +16,17 @@ from pathlib import Path
 
 import numpy as np
 
-from helpers import records, voc
+from helpers import voc
 from helpers._checks import check_compression
+from helpers._commit import commit, output_folder, prepare, shard_paths, staged_index, temp_path
+from helpers._examples import check_task
+from helpers._tensorflow import QUIET_ENVIRONMENT
 from helpers.index import build_index
-from helpers.voc_records import _check_task, record_payload, split_order
+from helpers.records import write_records
+from helpers.voc_records import record_payload, split_order
 
 # The error line of a worker's traceback text (a VOCError or a built-in error), minus Beam's tag.
 _WORKER_ERROR = re.compile(r"^(helpers\.voc\.\w+|\w*Error): (.*?)( \[while running .*\])?$", re.M)
-_QUIET_TF = {"TF_CPP_MIN_LOG_LEVEL": "3", "TF_ENABLE_ONEDNN_OPTS": "0"}  # workers' TensorFlow
 
 
 def _keyed_payload(item: tuple[int, str], root: str, task: str, encoding: str, num_shards: int):
@@ -36,7 +39,7 @@ def _keyed_payload(item: tuple[int, str], root: str, task: str, encoding: str, n
 def _write_shard(group: tuple[int, Iterable[tuple[int, bytes]]], temps: list[str], compression):
     """On a worker: one shard's records, in their order, to its hidden temporary file."""
     shard, numbered = group
-    count = records.write_records(temps[shard], (p for _, p in sorted(numbered)), compression, True)
+    count = write_records(temps[shard], (p for _, p in sorted(numbered)), compression, True)
     return shard, count
 
 
@@ -96,15 +99,15 @@ def convert_with_beam(
     ValueError for a bad Beam option, RuntimeError if the pipeline fails otherwise (Beam's
     message), TimeoutError after ``timeout`` seconds.
     """
-    _check_task(task, encoding)
-    paths = records._shard_paths(out_prefix, num_shards, compression, index)
+    check_task(task, encoding)
+    paths = shard_paths(out_prefix, num_shards, compression, index)
     compression = check_compression(compression)
     if isinstance(beam_options, str) or not all(isinstance(o, str) for o in beam_options):
         raise TypeError(f"beam_options must be a list of strings, got {beam_options!r}")
-    with records._output_folder(out_prefix):
-        records._check_targets(paths, overwrite)  # the local engine's checks, before Beam starts
+    with output_folder(out_prefix):
+        prepare(paths, overwrite)  # the local engine's checks, before Beam starts
         ids = split_order(voc_root, split, task, shuffle_seed)
-        temps = [records._temp_name(p.absolute(), "beam") for p in paths]
+        temps = [temp_path(p.absolute(), "beam") for p in paths]
         job = {
             "options": list(beam_options),
             "verbose": verbose,
@@ -119,11 +122,11 @@ def convert_with_beam(
         try:
             _run_in_child(job, verbose, timeout)
             for temp in temps[len(ids) :]:  # shards that receive no record: valid empty files
-                records.write_records(temp, [], compression)
+                write_records(temp, [], compression)
             if index:  # each shard's .index, from one walk over its headers
                 sizes = {path: np.diff(build_index(temp)).tolist() for temp, path in pairs}
-                pairs += [records._write_index(path, n) for path, n in sizes.items()]
-            records._commit(pairs, overwrite)
+                pairs += [staged_index(path, n) for path, n in sizes.items()]
+            commit(pairs, overwrite)
         finally:
             for temp, _ in pairs:  # and the temporary files of a worker's write_records
                 for leftover in temp.parent.glob(f"*{temp.name}*"):
@@ -139,7 +142,7 @@ def _run_in_child(job: dict, verbose: bool, timeout: float | None = None) -> Non
     Beam's state, logging and workers from the caller (in IPython Beam turns interactive; its
     workers write to descriptor 2, which a cell shows, unless quiet). It and its workers are one
     process group, all stopped after ``timeout`` seconds."""
-    env = {**os.environ, **{k: os.environ.get(k) or v for k, v in _QUIET_TF.items()}}
+    env = {**os.environ, **{k: os.environ.get(k) or v for k, v in QUIET_ENVIRONMENT.items()}}
     with subprocess.Popen(
         [sys.executable, "-c", _CHILD],
         stdin=subprocess.PIPE,

@@ -16,17 +16,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Self
 
-import google_crc32c
 import numpy as np
 
-from helpers import records
-from helpers.records import RecordError, check_header, check_payload, detect_compression
+import helpers._framing as framing
+from helpers._checks import PathLike, check_paths
+from helpers._framing import RecordError, check_header, check_payload
+from helpers.records import detect_compression
 
-_HEADER_SIZE = records._HEADER_SIZE
-_HEADER_AT, _FOOTER_AT = records._HEADER.unpack_from, records._CRC.unpack_from
-_CRC32C = google_crc32c.value
-_FRAME_SIZE = _HEADER_SIZE + records._FOOTER_SIZE  # what a record adds to its payload
-_HEADER, _FOOTER = np.dtype([("length", "<u8"), ("crc", "<u4")]), np.dtype("<u4")  # packed
 _identity = operator.attrgetter("st_size", "st_ino")  # of os.stat: a changed or replaced file
 
 
@@ -37,7 +33,7 @@ def build_index(path: str | os.PathLike) -> np.ndarray:
     Raises:
         ValueError: if the file is GZIP- or ZLIB-compressed (it cannot be indexed).
         RecordError: for a damaged or cut header, a record running past the end or over
-            256 MiB (``helpers.records._MAX_RECORD_BYTES``: a read holds it whole).
+            256 MiB (a read holds it whole).
         FileNotFoundError: if the file does not exist.
     """
     path = Path(path)
@@ -48,15 +44,16 @@ def build_index(path: str | os.PathLike) -> np.ndarray:
             f"(iter_records(path, {compression!r})) and index that."
         )
     size = path.stat().st_size
-    starts, offset, limit = [], 0, records._MAX_RECORD_BYTES
+    starts, offset = [], 0
     with open(path, "rb", buffering=1 << 16) as stream:
         while offset < size:
-            length = check_header(stream.read(_HEADER_SIZE), path, len(starts), offset, limit)
-            if offset + _FRAME_SIZE + length > size:
-                reason = f"record of {length} payload bytes runs past the end of the file"
-                raise RecordError(path, len(starts), offset, f"{reason} ({size} bytes)")
+            where = (path, len(starts), offset)
+            length = check_header(
+                stream.read(framing.HEADER_SIZE), *where, framing.MAX_RECORD_BYTES
+            )
+            framing.check_size(size - offset - framing.HEADER_SIZE, length, *where)
             starts.append(offset)
-            offset += _FRAME_SIZE + length
+            offset += framing.FRAME_SIZE + length
             stream.seek(offset)
     starts.append(offset)
     return np.array(starts, dtype=np.int64)
@@ -65,13 +62,13 @@ def build_index(path: str | os.PathLike) -> np.ndarray:
 def _boundaries(path: Path, size: int) -> np.ndarray:
     """The boundaries in ``<path>.index`` if it describes this file, else :func:`build_index`'s."""
     try:
-        text = path.with_name(path.name + ".index").read_text()
+        text = path.with_name(path.name + framing.INDEX_SUFFIX).read_text()
         pairs = np.array(text.split(), dtype=np.int64).reshape(-1, 2)
     except (OSError, ValueError):  # no index file, or not pairs of numbers
         return build_index(path)
     bounds = np.append(pairs[:, 0], size)
     fits = bounds[0] == 0 and (np.diff(bounds) == pairs[:, 1]).all()
-    if not fits or (pairs[:, 1] < _FRAME_SIZE).any() or detect_compression(path):
+    if not fits or (pairs[:, 1] < framing.FRAME_SIZE).any() or detect_compression(path):
         return build_index(path)  # a stale index is ignored; a compressed file refused there
     return bounds
 
@@ -86,17 +83,17 @@ class RecordView:
     and every 256th read), never wrong bytes (one cut short *during* a read can still kill the
     process with SIGBUS). Memory: 8 bytes per record. A random-access source for Grain and a
     map-style dataset for PyTorch, it pickles into their workers, which reopen the files. Shown in
-    notebooks 04 and 05. ``paths``: one file or a sequence of files; ``progress``: a bar on stderr.
+    notebooks 04 and 05. ``paths``: one file or a sequence of files; ``progress``: a progress bar
+    (``tqdm.auto``: a widget in Jupyter, else on stderr).
 
     Raises:
         ValueError, RecordError, FileNotFoundError: while indexing, as :func:`build_index`.
     """
 
-    def __init__(self, paths: str | os.PathLike | Sequence[str | os.PathLike], progress=False):
+    def __init__(self, paths: PathLike | Sequence[PathLike], progress: bool = False) -> None:
         from tqdm.auto import tqdm
 
-        single = isinstance(paths, (str, os.PathLike))
-        self.paths = [Path(paths)] if single else [Path(p) for p in paths]
+        self.paths = check_paths(paths)
         self._stats = [_identity(os.stat(p)) for p in self.paths]
         bar = tqdm(self.paths, "indexing", disable=not progress)
         bounds = [_boundaries(p, size) for p, (size, _) in zip(bar, self._stats, strict=True)]
@@ -119,7 +116,8 @@ class RecordView:
         """RecordError for a file that another has replaced, or that changed size."""
         for file in files:
             path, (size, inode) = self.paths[file], self._stats[file]
-            if (now := _identity(os.stat(path))) != (size, inode):
+            now = _identity(os.stat(path))
+            if now != (size, inode):
                 change = "was replaced" if now[1] != inode else f"is now {now[0]} bytes"
                 reason = f"the file {change} since the view opened it ({size} bytes)"
                 raise RecordError(path, 0, 0, reason + ": open a new view")
@@ -132,34 +130,28 @@ class RecordView:
         """Bytes the index holds in memory: 8 per record, plus 8 per file."""
         return int(self._bounds.nbytes)
 
-    def __getitem__(self, key):
+    def __getitem__(self, key: int | Sequence[int]) -> bytes | list[bytes]:
         """The payload of record ``key`` (an int), or a list of them (a sequence of ints).
         IndexError for a number out of range, TypeError for another kind of key, RecordError
         for a damaged record or a file that changed since the view opened."""
         if isinstance(key, (int, np.integer)):  # one record (Grain, PyTorch): no NumPy on the way
             number = int(key) + (len(self) if key < 0 else 0)
-            file = bisect.bisect_right(self._firsts, number) - 1
             if not 0 <= number < len(self):
                 return self.__getitems__([key])  # raises the IndexError
+            file = bisect.bisect_right(self._firsts, number) - 1
             self._reads[file] += 1  # a stat costs more than the read: see the docstring
             if self._reads[file] % 256 == 1:
                 self._check_files([file])
             start, end = self._bounds.item(number + file), self._bounds.item(number + file + 1)
-            data, mask = self._maps[file], records._mask  # the checks, inlined: 2x faster
-            (length, length_crc), (crc,) = _HEADER_AT(data, start), _FOOTER_AT(data, end - 4)
-            payload = data[start + _HEADER_SIZE : end - 4]
-            if (
-                mask(_CRC32C(data[start : start + 8])) != length_crc
-                or length != len(payload)
-                or mask(_CRC32C(payload)) != crc
-            ):
-                self._damaged(file, number, start, end)
+            payload = framing.unframe(self._maps[file], start, end)
+            if payload is None:
+                payload = self._checked(file, number, start, end)
             return payload
         if isinstance(key, (str, bytes, slice)) or not hasattr(key, "__len__"):
             raise TypeError(f"a record number or a sequence of them, not {type(key).__name__}")
         return self.__getitems__(key)
 
-    def __getitems__(self, numbers) -> list[bytes]:
+    def __getitems__(self, numbers: Sequence[int]) -> list[bytes]:
         """The payloads of ``numbers``, in the order given (what Grain and PyTorch call). NumPy
         reads every header and stored CRC at once; then each payload is one slice and one CRC."""
         numbers, n = np.asarray(numbers, dtype=np.int64).reshape(-1), len(self)
@@ -168,35 +160,28 @@ class RecordView:
             raise IndexError(f"record {bad} out of range: {n} records in {len(self.paths)} file(s)")
         numbers %= max(n, 1)
         files = np.searchsorted(self._first, numbers, side="right") - 1
-        self._check_files(used := np.flatnonzero(np.bincount(files)).tolist())
+        used = np.flatnonzero(np.bincount(files)).tolist()
+        self._check_files(used)
         starts, ends = self._bounds[numbers + files], self._bounds[numbers + files + 1]
-        heads, stored = np.empty(len(numbers), _HEADER), np.empty(len(numbers), _FOOTER)
-        for file, mine in ((f, np.flatnonzero(files == f)) for f in used):  # maps not held on to
-            data = self._maps[file]  # seen as a 12-byte header, and a CRC, at every byte offset
-            heads[mine] = np.ndarray(len(data) - 11, _HEADER, data, 0, (1,))[starts[mine]]
-            stored[mine] = np.ndarray(len(data) - 3, _FOOTER, data, 0, (1,))[ends[mine] - 4]
-        # A header's CRC covers only its length: one CRC per distinct length checks them all.
-        sizes, which = np.unique(lengths := heads["length"], return_inverse=True)
-        length_crcs = [records.masked_crc32c(size.to_bytes(8, "little")) for size in sizes.tolist()]
-        bad = (lengths != (ends - starts - _FRAME_SIZE).astype(np.uint64)) | (
-            np.array(length_crcs, np.uint32)[which] != heads["crc"]
-        )
-        firsts, lasts = (starts + _HEADER_SIZE).tolist(), (ends - 4).tolist()  # of each payload
-        maps, where = self._maps, zip(files.tolist(), firsts, lasts, strict=True)
-        payloads = [maps[file][first:last] for file, first, last in where]
-        bad |= records._mask(np.fromiter(map(_CRC32C, payloads), np.int64, len(payloads))) != stored
-        for k in np.flatnonzero(bad)[:1].tolist():  # the careful path names the damage
-            self._damaged(int(files[k]), int(numbers[k]), int(starts[k]), int(ends[k]))
-        return payloads
+        payloads = np.empty(len(numbers), object)
+        for file in used:  # the maps are not held on to
+            mine = np.flatnonzero(files == file)
+            payloads[mine], bad = framing.unframe_many(self._maps[file], starts[mine], ends[mine])
+            for k in mine[bad].tolist():  # the careful path names the damage
+                payloads[k] = self._checked(file, int(numbers[k]), int(starts[k]), int(ends[k]))
+        return payloads.tolist()
 
-    def _damaged(self, file: int, number: int, start: int, end: int) -> None:
-        """The careful path, for a record that failed a fast check: a RecordError naming why."""
+    def _checked(self, file: int, number: int, start: int, end: int) -> bytes:
+        """The careful path, for a record that failed a fast check: check_header and
+        check_payload, to raise a RecordError that names why."""
         data, path, index = self._maps[file], self.paths[file], number - self._firsts[file]
-        length = check_header(data[start : start + _HEADER_SIZE], path, index, start)
-        if length != end - start - _FRAME_SIZE:
-            reason = f"header says {length} payload bytes, the index {end - start - _FRAME_SIZE}"
+        body = start + framing.HEADER_SIZE  # where the payload starts
+        length = check_header(data[start:body], path, index, start)
+        indexed = end - body - framing.FOOTER_SIZE  # the payload's length, as the index has it
+        if length != indexed:
+            reason = f"header says {length} payload bytes, the index {indexed}"
             raise RecordError(path, index, start, reason + ": the file changed since indexing")
-        check_payload(data[start + _HEADER_SIZE : end], length, path, index, start)
+        return check_payload(data[body:end], length, path, index, start)
 
     def __getstate__(self) -> dict:  # for worker processes: the index, not the open maps
         return {k: v for k, v in self.__dict__.items() if k != "_maps"}

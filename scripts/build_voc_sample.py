@@ -46,7 +46,7 @@ from skimage import measure
 from skimage.draw import polygon as draw_polygon
 from skimage.segmentation import random_walker
 
-from helpers.records import _commit, _temp_name
+from helpers._commit import commit, staged
 from helpers.voc import VOC_CLASSES, VOID_LABEL, colormap
 
 DEFAULT_OUT = Path(__file__).resolve().parent.parent / "helpers" / "sample_data" / "VOC2012"
@@ -905,15 +905,10 @@ def encode_png(image: Image.Image) -> bytes:
 
 
 def write_atomically(path: Path, data: bytes) -> None:
-    """Write ``data`` to a temporary file next to ``path``, then commit it as helpers.records does."""
+    """Write ``data`` to a synced temporary file next to ``path``, then commit it as
+    helpers.records does."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = _temp_name(path)
-    try:
-        temporary.write_bytes(data)
-        _commit([(temporary, path)], overwrite=True)
-    except BaseException:
-        temporary.unlink(missing_ok=True)
-        raise
+    commit([staged(path, data)], overwrite=True)
 
 
 def split_files(pictures: tuple[Picture, ...]) -> dict[str, bytes]:

@@ -110,7 +110,8 @@ def test_a_file_changed_after_indexing_is_reported_not_misread(tmp_path):
     "cut, reason",
     [
         (3, "file ends inside a record header (9 of 12 bytes)"),
-        (14, "runs past the end of the file"),
+        (14, "file ends inside the payload (10 of 20 bytes)"),  # the readers' reasons
+        (2, "file ends inside the payload CRC (2 of 4 bytes)"),
     ],
 )
 def test_a_truncated_file_is_refused_when_indexing(tfrecord, cut, reason):
@@ -421,14 +422,16 @@ def test_indexing_refuses_a_record_longer_than_a_read_may_hold(tmp_path):
 
 
 def test_good_records_pass_the_fast_checks_without_the_careful_path(tmp_path, monkeypatch):
-    """The careful path re-checks a record that failed a fast check, so a fast check that
-    wrongly failed good records would still return them, only slower: forbid that path here."""
+    """The careful path (check_header, check_payload) re-checks a record that failed a fast
+    check, so a fast check that wrongly failed good records would still return them, only
+    slower: forbid that path here."""
 
     def careful_path(*args):
         raise AssertionError(f"a good record took the careful path: {args}")
 
-    monkeypatch.setattr(RecordView, "_damaged", careful_path)
-    paths = write_sharded(tmp_path / "x", PAYLOADS, 3)  # varied lengths in every file
+    monkeypatch.setattr(index, "check_header", careful_path)
+    monkeypatch.setattr(index, "check_payload", careful_path)
+    paths = write_sharded(tmp_path / "x", PAYLOADS, 3, index=True)  # varied lengths in every file
     with RecordView(paths) as view:
         numbers = list(range(len(view)))
         expected = [view.__getitems__([n])[0] for n in numbers]

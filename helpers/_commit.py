@@ -1,0 +1,176 @@
+"""Output files: their names, and a commit that puts them in place whole and all together.
+
+Each file is written under a hidden temporary name next to it (:func:`temp_path`) and synced;
+:func:`commit` renames them into place under the folder's lock. For several files it first
+publishes a journal of the renames, synced before it gets its name: a writer killed during the
+renames leaves it, and the next write into the folder redoes them. A journal that is not whole
+(a power cut before its sync) was published by no commit: it is dropped, and the temporary
+files are removed as those of any writer that died (their names carry its process id).
+"""
+
+import contextlib
+import fcntl
+import glob
+import itertools
+import json
+import os
+import re
+import secrets
+import warnings
+from collections.abc import Iterator
+from pathlib import Path
+
+from helpers._checks import check_compression, check_int
+from helpers._framing import INDEX_SUFFIX
+
+SUFFIX = {None: ".tfrecord", "GZIP": ".tfrecord.gz", "ZLIB": ".tfrecord.zz"}
+
+
+def shard_paths(
+    prefix: str | os.PathLike, num_shards: int, compression: str | None = None, index: bool = False
+) -> list[Path]:
+    """``<prefix>-00000-of-00004.tfrecord`` (``.tfrecord.gz`` for GZIP, ``.zz`` for ZLIB);
+    TypeError or ValueError for a bad ``num_shards`` or ``compression``, or with ``index``."""
+    num_shards = check_int(num_shards, "num_shards", minimum=1)
+    prefix, suffix = Path(prefix), SUFFIX[check_compression(compression)]
+    if index and compression:
+        raise ValueError(f"index=True needs plain files: a {compression} file cannot be indexed")
+    names = (f"{prefix.name}-{i:05d}-of-{num_shards:05d}{suffix}" for i in range(num_shards))
+    return [prefix.with_name(name) for name in names]
+
+
+def temp_path(path: Path, tag: str = "") -> Path:
+    """A hidden name next to ``path`` that carries this process's id: ``.NAME.PID-TAGHEX.tmp``."""
+    return path.parent / f".{path.name}.{os.getpid()}-{tag}{secrets.token_hex(4)}.tmp"
+
+
+def staged(path: Path, data: bytes) -> tuple[Path, Path]:
+    """Write ``data`` to a synced temporary file next to ``path``: the pair to :func:`commit`."""
+    temp = temp_path(path)
+    try:
+        with open(temp, "xb") as file:
+            file.write(data)
+            file.flush()
+            os.fsync(file.fileno())
+    except BaseException:
+        temp.unlink(missing_ok=True)
+        raise
+    return temp, path
+
+
+def staged_index(path: Path, sizes: list[int]) -> tuple[Path, Path]:
+    """``path``'s index, ``start length`` of each record from their ``sizes``, :func:`staged`."""
+    starts = itertools.accumulate(sizes, initial=0)
+    text = "".join(f"{start} {size}\n" for start, size in zip(starts, sizes, strict=False))
+    return staged(path.with_name(path.name + INDEX_SUFFIX), text.encode())
+
+
+@contextlib.contextmanager
+def _locked(folder: Path) -> Iterator[int]:
+    """Hold the folder's lock (``flock``; other helpers writers wait); yield its descriptor."""
+    fd = os.open(folder, os.O_RDONLY)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        yield fd
+    finally:
+        os.close(fd)  # releases the lock, as the death of the process does
+
+
+def _finish_interrupted(folder: Path, fd: int) -> None:
+    """Redo the renames of the journals that killed writers left (the lock is held)."""
+    for journal in sorted(folder.glob(".*.commit")):
+        try:
+            pairs = [(str(temp), str(path)) for temp, path in json.loads(journal.read_bytes())]
+        except (ValueError, TypeError):  # empty or cut short: no rename had started
+            pairs = []
+        for temp, path in pairs:
+            if os.path.exists(temp):
+                os.replace(temp, path)
+        os.fsync(fd)
+        journal.unlink()
+        os.fsync(fd)
+        done = f"finished an interrupted write in {folder}: " if pairs else "dropped the journal "
+        names = ", ".join(Path(path).name for _, path in pairs) or f"{journal.name}, not whole"
+        warnings.warn(done + names, stacklevel=5)
+
+
+def _is_alive(pid: int) -> bool:
+    with contextlib.suppress(PermissionError):  # alive, another user's
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return False
+    return True
+
+
+def prepare(paths: list[Path], overwrite: bool) -> None:
+    """Before writing ``paths``: finish what killed writers left in the folder, remove their
+    temporary files, and say so. FileExistsError if one of ``paths`` exists, unless
+    ``overwrite``."""
+    stale = []
+    if paths[0].parent.is_dir():
+        with _locked(paths[0].parent) as fd:
+            _finish_interrupted(paths[0].parent, fd)
+            temps = [t for p in paths for t in p.parent.glob(f".{glob.escape(p.name)}.*.tmp")]
+            pids = [re.search(r"\.(\d+)-\w*\.tmp$", t.name) for t in temps]  # None: no pid
+            stale = [
+                t for t, p in zip(temps, pids, strict=True) if not (p and _is_alive(int(p[1])))
+            ]
+            for temp in stale:
+                temp.unlink(missing_ok=True)
+    if stale:
+        names = ", ".join(t.name for t in stale)
+        message = f"removed {len(stale)} temporary file(s) left by a writer that was killed"
+        warnings.warn(f"{message} in {stale[0].parent}: {names}", stacklevel=4)
+    existing = [str(p) for p in paths if p.exists()]
+    if existing and not overwrite:
+        verb = "exists" if len(existing) == 1 else "exist"
+        message = f"{', '.join(existing)} already {verb}; pass overwrite=True to replace"
+        raise FileExistsError(message)
+
+
+def commit(pairs: list[tuple[Path, Path]], overwrite: bool) -> None:
+    """Rename each synced temporary file over its path, as one commit, under the folder's lock
+    (of two writers the last wins, whole). FileExistsError if a path appeared since
+    :func:`prepare`, unless ``overwrite``. Afterwards the temporary files are gone; if a rename
+    fails, its error is raised and the renames before it stay."""
+    folder, first = pairs[0][1].parent, pairs[0][1]
+    journal = folder / f".{first.name}.{os.getpid()}.commit"
+    try:
+        with _locked(folder) as fd:
+            _finish_interrupted(folder, fd)
+            existing = [str(path) for _, path in pairs if path.exists()]
+            if existing and not overwrite:  # another writer committed since prepare
+                raise FileExistsError(f"{', '.join(existing)} appeared while this write ran")
+            if len(pairs) > 1:  # one rename is atomic by itself; several need the journal
+                text = json.dumps([[str(temp), str(path)] for temp, path in pairs])
+                os.replace(staged(first, text.encode())[0], journal)
+                os.fsync(fd)
+            try:
+                for temp, path in pairs:
+                    os.replace(temp, path)
+            except OSError:
+                journal.unlink(missing_ok=True)  # the next write could not finish it either
+                raise
+            os.fsync(fd)  # the renames are on disk before the journal goes
+            journal.unlink(missing_ok=True)
+            os.fsync(fd)
+    finally:
+        if not journal.exists():  # else the next write into the folder finishes the commit
+            for temp, _ in pairs:
+                temp.unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def output_folder(prefix: str | os.PathLike) -> Iterator[None]:
+    """Create the folder of ``prefix`` as needed; if the work inside fails, remove what it made."""
+    folder = Path(prefix).absolute().parent
+    missing = [f for f in (folder, *folder.parents) if not f.exists()]  # deepest first
+    folder.mkdir(parents=True, exist_ok=True)
+    try:
+        yield
+    except BaseException:
+        for made in missing:
+            with contextlib.suppress(OSError):  # not empty: another process wrote there too
+                made.rmdir()
+        raise

@@ -1,0 +1,136 @@
+"""How a TFRecord file frames each record, and the one check of a record.
+
+A record is a 12-byte header (uint64 little-endian payload length, then the masked CRC32C of
+those 8 bytes), the payload, and a 4-byte footer (the masked CRC32C of the payload).
+:func:`check_header` and :func:`check_payload` are the check, with a reason for each kind of
+damage. :func:`unframe` (one record) and :func:`unframe_many` (with NumPy) are its fast forms
+for memory-mapped files: the same comparisons, and a record that fails them goes to the check.
+"""
+
+import os
+import struct
+
+import google_crc32c
+import numpy as np
+
+from helpers._magic import MAGIC
+
+LENGTH, CRC = struct.Struct("<Q"), struct.Struct("<I")  # the payload length; a masked CRC32C
+HEADER = struct.Struct("<QI")  # the length, then the masked CRC of its 8 bytes
+HEADER_SIZE, FOOTER_SIZE = HEADER.size, CRC.size  # 12 and 4
+FRAME_SIZE = HEADER_SIZE + FOOTER_SIZE  # the bytes a record adds to its payload
+HEADER_DTYPE = np.dtype([("length", "<u8"), ("crc", "<u4")])  # packed: HEADER, as NumPy reads it
+CRC_DTYPE = np.dtype("<u4")
+MASK_DELTA = 0xA282EAD8
+MAX_RECORD_BYTES = 1 << 28  # the most bytes of one record a reader holds, by default
+INDEX_SUFFIX = ".index"  # next to a record file: a ``start length`` line per record
+
+
+class RecordError(ValueError):
+    """A damaged TFRecord file: ``path``, record ``index``, header ``offset`` (uncompressed
+    stream), and the ``reason``."""
+
+    def __init__(self, path: str | os.PathLike, index: int, offset: int, reason: str) -> None:
+        self.path, self.index, self.offset, self.reason = str(path), index, offset, reason
+        super().__init__(f"{self.path}: record {index} at byte {offset}: {reason}")
+
+    def __reduce__(self) -> tuple:  # keep the four fields when pickled (by multiprocessing)
+        return type(self), (self.path, self.index, self.offset, self.reason)
+
+
+def mask(crc: int | np.ndarray) -> int | np.ndarray:
+    """A CRC32C rotated right by 15 bits and offset, as TFRecord stores it (ints or arrays)."""
+    return (((crc >> 15) | (crc << 17)) + MASK_DELTA) & 0xFFFFFFFF
+
+
+def masked_crc32c(data: bytes) -> int:
+    """CRC32C of ``data``, rotated and offset as TFRecord stores it."""
+    return mask(google_crc32c.value(bytes(data)))
+
+
+def frame(payload: bytes) -> tuple[bytes, bytes, bytes]:
+    """The record that holds ``payload`` (bytes), in three parts: header, payload, footer."""
+    length = LENGTH.pack(len(payload))
+    header = length + CRC.pack(mask(google_crc32c.value(length)))
+    return header, payload, CRC.pack(mask(google_crc32c.value(payload)))
+
+
+def check_header(
+    header: bytes, path: str | os.PathLike, index: int, offset: int, limit: int | None = None
+) -> int:
+    """Check one 12-byte record header; return the payload length it announces. RecordError if
+    the header is cut short, its length CRC does not match, or the length is over ``limit``
+    (bytes a reader would hold; ``None``: no limit)."""
+    if len(header) < HEADER_SIZE:
+        hint = " (or this is not a TFRecord file)" if index == 0 else ""
+        reason = f"file ends inside a record header ({len(header)} of 12 bytes){hint}"
+        raise RecordError(path, index, offset, reason)
+    length, length_crc = HEADER.unpack_from(header)
+    if masked_crc32c(header[: LENGTH.size]) != length_crc:
+        reason = "the record header is damaged"
+        if index == 0 and header.startswith(MAGIC["GZIP"]):
+            reason = "the file starts like GZIP; read it with compression='GZIP'"
+        elif index == 0:
+            reason = "this is not a TFRecord file (or its first header is damaged)"
+        raise RecordError(path, index, offset, f"length CRC mismatch: {reason}")
+    if limit is not None and length > limit:
+        reason = f"the record claims {length:,} bytes, more than max_record_bytes={limit:,}"
+        raise RecordError(path, index, offset, f"{reason} (verify checks it without holding it)")
+    return length
+
+
+def check_size(size: int, length: int, path: str | os.PathLike, index: int, offset: int) -> None:
+    """RecordError unless the ``size`` bytes after a header hold its payload and footer."""
+    if size < length:
+        reason = f"file ends inside the payload ({size} of {length} bytes)"
+        raise RecordError(path, index, offset, reason)
+    if size < length + FOOTER_SIZE:
+        reason = f"file ends inside the payload CRC ({size - length} of 4 bytes)"
+        raise RecordError(path, index, offset, reason)
+
+
+def check_crc(masked: int, footer: bytes, path: str | os.PathLike, index: int, offset: int) -> None:
+    """RecordError unless a payload's ``masked`` CRC is the one its ``footer`` holds."""
+    if masked != CRC.unpack_from(footer)[0]:
+        reason = "payload CRC mismatch: the record's bytes were changed"
+        raise RecordError(path, index, offset, reason)
+
+
+def check_payload(
+    body: bytes, length: int, path: str | os.PathLike, index: int, offset: int
+) -> bytes:
+    """Check a record's payload and its 4-byte CRC in ``body``; return the payload. RecordError
+    if ``body`` is cut short or the payload CRC does not match."""
+    check_size(len(body), length, path, index, offset)
+    check_crc(masked_crc32c(body[:length]), body[length:], path, index, offset)
+    return body[:length]
+
+
+def unframe(data: bytes, start: int, end: int) -> bytes | None:
+    """The payload of the record in ``data[start:end]`` if its length and both CRCs match, else
+    None (then :func:`check_header` and :func:`check_payload` say why)."""
+    length, length_crc = HEADER.unpack_from(data, start)
+    payload = data[start + HEADER_SIZE : end - FOOTER_SIZE]
+    if (
+        length == len(payload)
+        and masked_crc32c(data[start : start + LENGTH.size]) == length_crc
+        and masked_crc32c(payload) == CRC.unpack_from(data, end - FOOTER_SIZE)[0]
+    ):
+        return payload
+    return None
+
+
+def unframe_many(data: bytes, starts: np.ndarray, ends: np.ndarray) -> tuple[list, np.ndarray]:
+    """:func:`unframe` for the records of ``data`` from ``starts`` to ``ends``, with NumPy: their
+    payloads, and a mask of those that fail the comparisons (then the check says why)."""
+    every_header = np.ndarray(len(data) - HEADER_SIZE + 1, HEADER_DTYPE, data, 0, (1,))
+    every_crc = np.ndarray(len(data) - FOOTER_SIZE + 1, CRC_DTYPE, data, 0, (1,))  # at each byte
+    headers, footers = every_header[starts], every_crc[ends - FOOTER_SIZE]
+    where = zip((starts + HEADER_SIZE).tolist(), (ends - FOOTER_SIZE).tolist(), strict=True)
+    payloads = [data[first:last] for first, last in where]
+    # A header's CRC covers only its length: one CRC per distinct length checks them all.
+    distinct, which = np.unique(headers["length"], return_inverse=True)
+    length_crcs = np.array([masked_crc32c(LENGTH.pack(n)) for n in distinct.tolist()], np.uint32)
+    crcs = mask(np.fromiter(map(google_crc32c.value, payloads), np.int64, len(payloads)))
+    bad = headers["length"] != (ends - starts - FRAME_SIZE).astype(np.uint64)
+    return payloads, bad | (length_crcs[which] != headers["crc"]) | (crcs != footers)
