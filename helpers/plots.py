@@ -12,7 +12,7 @@ if TYPE_CHECKING:  # importing this module imports no matplotlib
     from matplotlib.figure import Figure
 
 
-def _as_mask(mask) -> np.ndarray:
+def _as_mask(mask: ArrayLike) -> np.ndarray:
     mask = np.asarray(mask)
     mask = mask[..., 0] if mask.ndim == 3 and mask.shape[-1] == 1 else mask
     if mask.ndim != 2 or mask.dtype != np.uint8:
