@@ -60,10 +60,13 @@ class _Feature:
 
     def add_tensor(self, tensor) -> None:
         shape = [dim.size for dim in tensor.tensor_shape.dim]
-        self.present, self.ranks = self.present + 1, _widen(self.ranks, len(shape))
+        self.present += 1
+        self.ranks = _widen(self.ranks, len(shape))
         self.values = _widen(self.values, math.prod(shape))
-        padded = self.dims + [None] * (len(shape) - len(self.dims))
-        self.dims = [d if i >= len(shape) else _widen(d, shape[i]) for i, d in enumerate(padded)]
+        for i, size in enumerate(shape):
+            if i == len(self.dims):  # the first record of this rank
+                self.dims.append(None)
+            self.dims[i] = _widen(self.dims[i], size)
 
 
 @dataclass
@@ -157,7 +160,8 @@ def _values(feature) -> list[str]:
     kind = feature.WhichOneof("kind")
     values = list(getattr(feature, kind).value) if kind else []
     shown = [_text(value) for value in values[:_MAX_VALUES]]
-    shown += [f"... {len(values) - _MAX_VALUES:,} more"] if len(values) > _MAX_VALUES else []
+    if len(values) > _MAX_VALUES:
+        shown.append(f"... {len(values) - _MAX_VALUES:,} more")
     return [_type(feature), "[" + ", ".join(shown) + "]"]
 
 
