@@ -5,6 +5,7 @@ import sys
 
 import numpy as np
 import pytest
+from builders import example, sequence_example
 
 from helpers import describe as hi
 from helpers._examples import TENSOR_DTYPES, message, parse
@@ -15,28 +16,6 @@ prepare_tensorflow(deterministic_ops=False)
 import tensorflow as tf  # noqa: E402  (after prepare_tensorflow, as everywhere in the project)
 
 
-def feature(values) -> tf.train.Feature:
-    if values and isinstance(values[0], bytes):
-        return tf.train.Feature(bytes_list=tf.train.BytesList(value=values))
-    if values and isinstance(values[0], float):
-        return tf.train.Feature(float_list=tf.train.FloatList(value=values))
-    return tf.train.Feature(int64_list=tf.train.Int64List(value=values))
-
-
-def example(**features) -> bytes:
-    features = {name: feature(values) for name, values in features.items()}
-    message = tf.train.Example(features=tf.train.Features(feature=features))
-    return message.SerializeToString(deterministic=True)
-
-
-def sequence_example(context: dict, lists: dict) -> bytes:
-    context = tf.train.Features(feature={k: feature(v) for k, v in context.items()})
-    message = tf.train.SequenceExample(context=context)
-    for name, steps in lists.items():
-        message.feature_lists.feature_list[name].feature.extend([feature(s) for s in steps])
-    return message.SerializeToString(deterministic=True)
-
-
 def write(path, payloads):
     write_records(path, payloads)
     return path
@@ -45,9 +24,9 @@ def write(path, payloads):
 @pytest.fixture
 def example_file(tmp_path):
     payloads = [
-        example(id=[0], image=[bytes(300)], label=[1, 2], score=[0.5]),
-        example(id=[1], image=[bytes(200)], label=[3, 4, 5, 6]),
-        example(id=[2], image=[bytes(100), bytes(50)], label=[]),
+        example({"id": [0], "image": [bytes(300)], "label": [1, 2], "score": [0.5]}),
+        example({"id": [1], "image": [bytes(200)], "label": [3, 4, 5, 6]}),
+        example({"id": [2], "image": [bytes(100), bytes(50)], "label": []}),
     ]
     return write(tmp_path / "examples.tfrecord", payloads)
 
@@ -84,7 +63,7 @@ def test_payloads_written_by_tensorflow_read_back_identically():
 
 
 def test_the_two_kinds_parse_as_each_other_in_protobuf_but_are_told_apart():
-    plain = example(a=[1])
+    plain = example({"a": [1]})
     sequence = sequence_example({"a": [1]}, {"b": [[1], [2]]})
     # The trap: protobuf happily parses each as the other kind ...
     assert tf.train.SequenceExample.FromString(plain).context.feature["a"].int64_list.value == [1]
@@ -143,7 +122,11 @@ def test_describe_sequence_example_file(sequence_file):
 
 
 def test_a_file_with_any_sequence_example_is_a_sequence_example_file(tmp_path):
-    payloads = [example(a=[1]), sequence_example({"a": [2]}, {"b": [[1]]}), example(a=[3])]
+    payloads = [
+        example({"a": [1]}),
+        sequence_example({"a": [2]}, {"b": [[1]]}),
+        example({"a": [3]}),
+    ]
     summary = hi.describe_file(write(tmp_path / "mixed.tfrecord", payloads))
     assert summary.kind == "SequenceExample"
     assert (summary.features["a"].present, summary.feature_lists["b"].present) == (3, 1)
@@ -151,7 +134,7 @@ def test_a_file_with_any_sequence_example_is_a_sequence_example_file(tmp_path):
 
 def test_disagreeing_types_and_empty_features_are_reported(tmp_path):
     empty = tf.train.Example(features=tf.train.Features(feature={"x": tf.train.Feature()}))
-    payloads = [example(x=[1]), example(x=[b"one"]), empty.SerializeToString()]
+    payloads = [example({"x": [1]}), example({"x": [b"one"]}), empty.SerializeToString()]
     summary = hi.describe_file(write(tmp_path / "mixed.tfrecord", payloads))
     assert summary.features["x"].type == "bytes|empty|int64"
     assert summary.features["x"].values == (0, 1)
@@ -163,7 +146,7 @@ def test_no_records_and_no_features(tmp_path):
     summary = hi.describe_file(write(tmp_path / "empty.tfrecord", []))
     assert (summary.kind, summary.num_records) == (None, 0)
     assert hi.format_summary(summary) == f"{tmp_path / 'empty.tfrecord'}: 0 records"
-    summary = hi.describe_file(write(tmp_path / "bare.tfrecord", [b"", example()]))
+    summary = hi.describe_file(write(tmp_path / "bare.tfrecord", [b"", example({})]))
     assert (summary.kind, summary.num_records) == ("Example", 2)
     assert hi.format_summary(summary).splitlines()[1:] == ["  no features"]
 
@@ -179,7 +162,7 @@ def test_no_records_and_no_features(tmp_path):
     ],
 )
 def test_a_payload_that_is_neither_names_file_record_and_offset(tmp_path, junk, says):
-    path = write(tmp_path / "mixed.tfrecord", [example(a=[1]), example(a=[2]), junk])
+    path = write(tmp_path / "mixed.tfrecord", [example({"a": [1]}), example({"a": [2]}), junk])
     offsets = [offset for offset, _ in iter_records(path, offsets=True)]
     with pytest.raises(RecordError) as caught:
         hi.describe_file(path)
@@ -214,8 +197,8 @@ def test_compressed_files_written_by_tensorflow_give_the_same_summary(
 
 
 def test_format_record_example_shortens_long_bytes_and_long_lists():
-    payload = example(blob=[bytes(range(40))], name=[b"2007_000032"], ints=list(range(20)),
-                      x=[0.1, 2.0, 1e-7])  # fmt: skip
+    values = {"blob": [bytes(range(40))], "name": [b"2007_000032"], "ints": list(range(20))}
+    payload = example(values | {"x": [0.1, 2.0, 1e-7]})
     lines = hi.format_record(payload).splitlines()
     assert lines[0] == "tf.train.Example with 4 features"
     rows = {line.split()[0]: line.split(None, 2)[2] for line in lines[1:]}
@@ -350,7 +333,10 @@ def test_format_record_shows_a_tensors_dtype_and_shape():
 def test_examples_and_tensors_parse_as_each_other_in_protobuf_but_are_told_apart():
     from tensorflow.core.framework import tensor_pb2, types_pb2
 
-    plain, sequence = example(a=[1], b=[b"x"]), sequence_example({"a": [1]}, {"b": [[1], [2]]})
+    plain, sequence = (
+        example({"a": [1], "b": [b"x"]}),
+        sequence_example({"a": [1]}, {"b": [[1], [2]]}),
+    )
     (tensor,) = serialized_tensors(tf.ones([3, 4]))
     # The trap: protobuf parses each as the other, silently ...
     assert tf.train.Example.FromString(tensor).features.feature == {}  # an empty Example
@@ -420,11 +406,15 @@ def test_a_tensor_of_another_dtype_is_refused_naming_the_dtype(tmp_path):
 
 
 def test_a_tensor_among_examples_is_an_error_naming_the_record(tmp_path):
-    path = write(tmp_path / "mixed.tfrecord", [example(a=[1]), *serialized_tensors(tf.ones([2]))])
+    path = write(
+        tmp_path / "mixed.tfrecord", [example({"a": [1]}), *serialized_tensors(tf.ones([2]))]
+    )
     with pytest.raises(RecordError, match="record 1 at byte .*: a TensorProto in a file whose "
                        "records so far are Examples"):  # fmt: skip
         hi.describe_file(path)
-    path = write(tmp_path / "other.tfrecord", [*serialized_tensors(tf.ones([2])), example(a=[1])])
+    path = write(
+        tmp_path / "other.tfrecord", [*serialized_tensors(tf.ones([2])), example({"a": [1]})]
+    )
     with pytest.raises(RecordError, match="record 1 .*: a Example in a file whose records so far"):
         hi.describe_file(path)
 

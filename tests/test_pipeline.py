@@ -11,6 +11,7 @@ os.environ.update(QUIET_ENVIRONMENT)  # before TensorFlow is imported
 import numpy as np
 import pytest
 import tensorflow as tf
+from builders import example_message, feature
 
 from helpers import voc
 from helpers.pipeline import crop_or_pad, voc_batches
@@ -43,21 +44,10 @@ def png(array):
     return buffer.getvalue()
 
 
-def feature(value):
-    if isinstance(value, int):
-        return tf.train.Feature(int64_list=tf.train.Int64List(value=[value]))
-    return tf.train.Feature(bytes_list=tf.train.BytesList(value=[value]))
-
-
-def example(values):
-    features = {key: feature(value) for key, value in values.items()}
-    return tf.train.Example(features=tf.train.Features(feature=features))
-
-
 def raw_example(image, mask, name):
     """An Example in the raw schema of helpers.voc_records (built here from arrays)."""
     height, width = mask.shape
-    return example(
+    return example_message(
         {
             "height": height,
             "width": width,
@@ -70,7 +60,7 @@ def raw_example(image, mask, name):
 
 def encoded_example(image_bytes, mask_bytes, name, height, width, image_format="png"):
     """An Example in the encoded schema of helpers.voc_records."""
-    return example(
+    return example_message(
         {
             "image/encoded": image_bytes,
             "image/filename": name.encode(),

@@ -11,6 +11,7 @@ os.environ.update(QUIET_ENVIRONMENT)  # before TensorFlow is imported
 import numpy as np  # noqa: E402
 import pytest  # noqa: E402
 import tensorflow as tf  # noqa: E402
+from builders import example, feature, sequence_example  # noqa: E402
 
 from helpers.records import iter_records, write_records  # noqa: E402
 from helpers.sequences import frame_windows, read_day_sequence, write_day  # noqa: E402
@@ -79,11 +80,11 @@ def test_write_day_stores_one_example_per_frame_in_order_with_jpegs_unchanged(da
     jpegs, labels, stamps = written[0]
     examples = [tf.train.Example.FromString(p).features.feature for p in iter_records(files[0])]
     assert len(examples) == len(jpegs)
-    for i, feature in enumerate(examples):
-        assert sorted(feature) == ["frame/encoded", "frame/labels", "frame/timestamp"]
-        assert feature["frame/encoded"].bytes_list.value == [jpegs[i]]
-        assert feature["frame/timestamp"].int64_list.value == [stamps[i]]
-        np.testing.assert_array_equal(feature["frame/labels"].float_list.value, labels[i])
+    for i, features in enumerate(examples):
+        assert sorted(features) == ["frame/encoded", "frame/labels", "frame/timestamp"]
+        assert features["frame/encoded"].bytes_list.value == [jpegs[i]]
+        assert features["frame/timestamp"].int64_list.value == [stamps[i]]
+        np.testing.assert_array_equal(features["frame/labels"].float_list.value, labels[i])
 
 
 def test_write_day_refuses_to_overwrite_unless_asked(tmp_path):
@@ -301,34 +302,27 @@ def test_no_frame_in_any_file_is_refused(tmp_path):
 def frame_record(encoded=None, timestamp=None, labels=None) -> bytes:
     """A per-frame record with any features (a tf.train.Feature each), for bad files."""
     features = {"frame/encoded": encoded, "frame/timestamp": timestamp, "frame/labels": labels}
-    kept = {key: value for key, value in features.items() if value is not None}
-    example = tf.train.Example(features=tf.train.Features(feature=kept))
-    return example.SerializeToString(deterministic=True)
-
-
-def feature(kind, values):
-    lists = {"bytes": tf.train.BytesList, "int64": tf.train.Int64List, "float": tf.train.FloatList}
-    return tf.train.Feature(**{f"{kind}_list": lists[kind](value=values)})
+    return example({key: value for key, value in features.items() if value is not None})
 
 
 GOOD = dict(
-    encoded=feature("bytes", [jpeg(np.zeros((8, 8, 3), np.uint8))]),
-    timestamp=feature("int64", [1]),
-    labels=feature("float", [0.5] * NUM_LABELS),
+    encoded=feature([jpeg(np.zeros((8, 8, 3), np.uint8))], "bytes"),
+    timestamp=feature([1], "int64"),
+    labels=feature([0.5] * NUM_LABELS, "float"),
 )
 BAD_RECORDS = {
     "timestamp as bytes": (
-        dict(timestamp=feature("bytes", [b"06:30:00"])),
+        dict(timestamp=feature([b"06:30:00"], "bytes")),
         r"Key: frame/timestamp, Index: 0\.  Data types don't match\. "
         r"Data type: string but expected type: int64",
     ),
     "labels as int64": (
-        dict(labels=feature("int64", [1] * NUM_LABELS)),
+        dict(labels=feature([1] * NUM_LABELS, "int64")),
         r"Key: frame/labels, Index: 0\.  Data types don't match\. "
         r".*[Ee]xpected type: float(, Actual type: int64)?",
     ),
     "JPEG as float": (
-        dict(encoded=feature("float", [1.0])),
+        dict(encoded=feature([1.0], "float")),
         r"Key: frame/encoded, Index: 0\.  Data types don't match\. "
         r"Data type: float but expected type: string",
     ),
@@ -368,7 +362,7 @@ def test_a_bad_later_record_stops_iteration_naming_file_record_and_what_was_expe
 
 
 def test_a_later_record_with_another_label_count_is_named(tmp_path):
-    write_bad_day(tmp_path / "bad.tfrecord", 2, dict(labels=feature("float", [0.5])))
+    write_bad_day(tmp_path / "bad.tfrecord", 2, dict(labels=feature([0.5], "float")))
     message = r"bad\.tfrecord: record 2, Key: frame/labels, Index: 0\.  Number of float values"
     with pytest.raises(tf.errors.InvalidArgumentError, match=message):
         list(frame_windows([tmp_path / "bad.tfrecord"], size=2))
@@ -381,7 +375,7 @@ def test_a_first_record_that_is_not_a_protocol_buffer_is_refused(tmp_path):
 
 
 def test_a_first_frame_that_is_not_a_jpeg_is_refused(tmp_path):
-    write_bad_day(tmp_path / "bad.tfrecord", 0, dict(encoded=feature("bytes", [b"frame.png"])))
+    write_bad_day(tmp_path / "bad.tfrecord", 0, dict(encoded=feature([b"frame.png"], "bytes")))
     with pytest.raises(ValueError, match=r"bad\.tfrecord: record 0: expected JPEG bytes"):
         frame_windows([tmp_path / "bad.tfrecord"], size=2)
 
@@ -394,22 +388,18 @@ def day_sequence(**replace):
     key "context/<name>" -> a Feature or None, "list/<name>" -> a list of Features or None."""
     jpegs, labels, stamps = make_day(0, 5)
     parts = {
-        "context/day": feature("bytes", [b"2017-05-01"]),
-        "context/frame_count": feature("int64", [len(jpegs)]),
-        "list/frames": [feature("bytes", [j]) for j in jpegs],
-        "list/timestamps": [feature("int64", [int(t)]) for t in stamps],
-        "list/labels": [feature("float", row) for row in np.asarray(labels).tolist()],
+        "context/day": feature([b"2017-05-01"], "bytes"),
+        "context/frame_count": feature([len(jpegs)], "int64"),
+        "list/frames": [feature([j], "bytes") for j in jpegs],
+        "list/timestamps": [feature([int(t)], "int64") for t in stamps],
+        "list/labels": [feature(row, "float") for row in np.asarray(labels).tolist()],
     } | replace
-    example = tf.train.SequenceExample()
-    for key, value in parts.items():
-        kind, name = key.split("/")
-        if value is None:
-            continue
-        if kind == "context":
-            example.context.feature[name].CopyFrom(value)
-        else:
-            example.feature_lists.feature_list[name].feature.extend(value)
-    return example.SerializeToString(deterministic=True)
+    context = {k.removeprefix("context/"): v for k, v in parts.items() if k.startswith("context/")}
+    lists = {k.removeprefix("list/"): v for k, v in parts.items() if k.startswith("list/")}
+    return sequence_example(
+        {k: v for k, v in context.items() if v is not None},
+        {k: v for k, v in lists.items() if v is not None},
+    )
 
 
 def test_a_day_round_trips_through_one_sequence_example(tmp_path):
@@ -441,7 +431,7 @@ def test_read_day_sequence_refuses_a_file_without_exactly_one_record(days, tmp_p
 def test_read_day_sequence_refuses_a_frame_count_that_disagrees(tmp_path):
     write_records(
         tmp_path / "lying.tfrecord",
-        [day_sequence(**{"context/frame_count": feature("int64", [4])})],
+        [day_sequence(**{"context/frame_count": feature([4], "int64")})],
     )
     with pytest.raises(
         ValueError,
@@ -454,19 +444,19 @@ BAD_SEQUENCES = {
     "timestamps as bytes": (
         {
             "list/timestamps": [
-                feature("int64", [1]),
-                feature("int64", [2]),
-                feature("bytes", [b"x"]),
+                feature([1], "int64"),
+                feature([2], "int64"),
+                feature([b"x"], "bytes"),
             ]
         },
         r"Feature list: timestamps, Index: 2\.  Data types don't match\. Expected type: int64",
     ),
     "labels as int64": (
-        {"list/labels": [feature("int64", [1] * NUM_LABELS)] * 5},
+        {"list/labels": [feature([1] * NUM_LABELS, "int64")] * 5},
         r"Feature list: labels, Index: 0\.  Data types don't match\. Expected type: float",
     ),
     "day as int64": (
-        {"context/day": feature("int64", [20170501])},
+        {"context/day": feature([20170501], "int64")},
         r"Context feature: day\.  Data types don't match\. Expected type: string",
     ),
     "frames missing": (
@@ -478,7 +468,7 @@ BAD_SEQUENCES = {
         r"Inconsistent max number of elements for feature frame_count: expected 1, but found 0",
     ),
     "labels of another length": (
-        {"list/labels": [feature("float", [0.5] * 3)] * 5},
+        {"list/labels": [feature([0.5] * 3, "float")] * 5},
         r"Feature list 'labels' has an unexpected number of values\.  "
         r"Total values size: 15 is not consistent with output shape: \[\?,4\]",
     ),
@@ -518,15 +508,21 @@ def test_frame_1_of_another_size_is_named_against_frame_0(tmp_path):
         write_day(tmp_path / "d.tfrecord", jpegs, labels, stamps)
 
 
-def test_write_day_writes_the_deterministic_bytes_of_each_example(days):
-    """Sorted map keys: the same day gives the same file in every process."""
-    files, _ = days
-    for payload in iter_records(files[0]):
-        assert tf.train.Example.FromString(payload).SerializeToString(deterministic=True) == payload
+def test_write_day_writes_the_bytes_tensorflow_writes(days, tmp_path):
+    """The file TFRecordWriter writes of tf.train.Examples built by hand and serialized with
+    sorted map keys (deterministic=True): the same day gives the same file in every process."""
+    files, written = days
+    for day_file, (jpegs, labels, stamps) in zip(files, written, strict=True):
+        theirs = tmp_path / day_file.name
+        with tf.io.TFRecordWriter(str(theirs)) as writer:  # TensorFlow's own writer
+            for frame, row, stamp in zip(jpegs, labels.tolist(), stamps.tolist(), strict=True):
+                features = {"frame/encoded": frame, "frame/timestamp": stamp, "frame/labels": row}
+                writer.write(example(features))
+        assert day_file.read_bytes() == theirs.read_bytes(), day_file.name
 
 
 def test_read_day_sequence_checks_num_labels_and_reads_one_label_per_frame(tmp_path):
-    one_label = [feature("float", [0.25])] * 5
+    one_label = [feature([0.25], "float")] * 5
     write_records(tmp_path / "seq.tfrecord", [day_sequence(**{"list/labels": one_label})])
     _, lists = read_day_sequence(tmp_path / "seq.tfrecord", 1)
     assert lists["labels"].numpy().tolist() == [[0.25]] * 5
