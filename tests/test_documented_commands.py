@@ -27,7 +27,11 @@ NOT_RUN = {
     "python -m benchmarks records": "takes minutes and measures time, which tests never do",
     "python -m benchmarks pipeline": "takes minutes and measures time, which tests never do",
     "python -m benchmarks suite": "runs this test suite three times and measures time",
-    "make mutation": "runs the helper tests once per mutant, for hours; not part of make test",
+    "make mutation": "runs the helper tests once per mutant, for hours; not part of make test; "
+    "tests/test_mutation_score.py checks the score file it writes",
+    "make mutation MODULE=records": "the same for one module (minutes to an hour)",
+    "make flaky": "runs this test suite twenty times",
+    "make flaky N=20": "runs this test suite twenty times",
     "make test NBVAL=--nbval-lax": "is this test suite without comparing stored outputs; "
     "make test runs the same tests and compares them",
     "make sample": "rewrites helpers/sample_data; tests/test_voc_sample.py checks the sample",
