@@ -12,7 +12,7 @@ from lock_imports import require
 from PIL import Image
 
 from helpers import voc, voc_records
-from helpers.records import _shard_paths, iter_records, verify, write_records
+from helpers.records import iter_records, verify, write_records
 from helpers.shuffle import permutation
 from helpers.voc_records import convert_split, feature_spec, voc_example
 
@@ -236,7 +236,8 @@ def test_convert_split_writes_every_pair_of_the_split(voc_root, tmp_path, encodi
     paths = convert_split(
         voc_root, "train", out, np.int64(2), encoding, compression, progress=False
     )
-    assert paths == _shard_paths(out, 2, compression)
+    suffix = {None: ".tfrecord", "GZIP": ".tfrecord.gz", "ZLIB": ".tfrecord.zz"}[compression]
+    assert paths == [out.with_name(f"train-0000{i}-of-00002{suffix}") for i in range(2)]
     assert [verify(p, compression) for p in paths] == [2, 1]
     pairs = pairs_by_name(paths, encoding, compression)
     assert sorted(pairs) == ["img_a.jpg", "img_b.jpg", "img_c.jpg"]
@@ -296,7 +297,7 @@ def test_convert_split_streams_pairs_one_at_a_time(voc_root, tmp_path, monkeypat
 
 
 def test_convert_split_refuses_to_overwrite_before_reading_anything(voc_root, tmp_path):
-    existing = _shard_paths(tmp_path / "train", 2)[1]
+    existing = tmp_path / "train-00001-of-00002.tfrecord"
     existing.write_bytes(b"keep me")
     with pytest.raises(FileExistsError, match="train-00001-of-00002.tfrecord"):
         convert_split(voc_root, "no-such-split", tmp_path / "train", 2, progress=False)
