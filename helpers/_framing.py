@@ -23,6 +23,7 @@ HEADER_DTYPE = np.dtype([("length", "<u8"), ("crc", "<u4")])  # packed: HEADER, 
 CRC_DTYPE = np.dtype("<u4")
 MASK_DELTA = 0xA282EAD8
 MAX_RECORD_BYTES = 1 << 28  # the most bytes of one record a reader holds, by default
+CHUNK = 1 << 20  # the bytes a reader reads or inflates, or a writer gathers, at a time
 INDEX_SUFFIX = ".index"  # next to a record file: a ``start length`` line per record
 
 

@@ -35,7 +35,6 @@ from helpers._magic import MAGIC, looks_like_zlib
 _output_folder, _shard_paths = output_folder, shard_paths
 
 _WBITS = {"GZIP": 31, "ZLIB": 15}  # zlib's wbits; TensorFlow uses memLevel 9 for both
-_BUFFER = 1 << 20
 
 
 class _RecordFile:
@@ -60,7 +59,7 @@ class _RecordFile:
         self.held += len(payload)
         if self.sizes is not None:
             self.sizes.append(len(payload) + framing.FRAME_SIZE)
-        if self.held >= _BUFFER:
+        if self.held >= framing.CHUNK:
             self.flush()
 
     def flush(self) -> None:
@@ -166,10 +165,10 @@ class _Inflater(io.RawIOBase):
 
     def readinto(self, buffer: memoryview) -> int:  # inflates at most 1 MiB at a time
         while not self.inflate.eof:
-            data = self.inflate.unconsumed_tail or self.file.read(_BUFFER)
+            data = self.inflate.unconsumed_tail or self.file.read(framing.CHUNK)
             if not data:
                 raise EOFError("the compressed stream ends early")
-            piece = self.inflate.decompress(data, min(len(buffer), _BUFFER))
+            piece = self.inflate.decompress(data, min(len(buffer), framing.CHUNK))
             if piece:
                 buffer[: len(piece)] = piece
                 return len(piece)
@@ -186,7 +185,7 @@ def _streamed(stream: BinaryIO, length: int, path: Path, index: int, offset: int
     """:func:`check_payload` for a payload read piece by piece, never held whole."""
     crc, size = google_crc32c.value(b""), 0
     while size < length:
-        piece = stream.read(min(length - size, _BUFFER))
+        piece = stream.read(min(length - size, framing.CHUNK))
         if not piece:
             break
         crc, size = google_crc32c.extend(crc, piece), size + len(piece)
@@ -200,7 +199,7 @@ def _records(path: Path, compression: str | None, limit: int | None) -> Iterator
     index = offset = 0
     raw = _Inflater(path, compression) if compression else open(path, "rb", buffering=0)
     try:
-        with io.BufferedReader(raw, _BUFFER) as stream:
+        with io.BufferedReader(raw, framing.CHUNK) as stream:
             while header := stream.read(framing.HEADER_SIZE):
                 length = check_header(header, path, index, offset, limit)
                 if limit is None:  # verify: nothing held

@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 from lock_imports import require
 
-from helpers import records
+from helpers import _framing
+from helpers._commit import shard_paths
 from helpers.memory import track_peak_memory
 from helpers.records import (
     RecordError,
-    _shard_paths,
     check_header,
     check_payload,
     detect_compression,
@@ -54,7 +54,7 @@ def buffers(request, monkeypatch):
     """Run a test with the real buffer size, and with a tiny one that makes every record
     straddle chunk boundaries (verify's payloads stream through the CRC in 64-byte pieces)."""
     if request.param == "small buffers":
-        monkeypatch.setattr(records, "_BUFFER", 64)
+        monkeypatch.setattr(_framing, "CHUNK", 64)
     return request.param
 
 
@@ -83,7 +83,7 @@ def test_write_then_read_gives_the_same_payloads(tmp_path, buffers, compression)
 
 @pytest.mark.parametrize("compression", COMPRESSIONS)
 def test_large_records_round_trip_with_default_buffers(tmp_path, compression):
-    chunk = records._BUFFER
+    chunk = _framing.CHUNK
     sizes = [chunk + 1, 5, 2 * chunk + 3, chunk, chunk - 20, 12, 3 * chunk // 2]
     payloads = payloads_of(sizes, seed=1)
     path = tmp_path / "large.tfrecord"
@@ -443,27 +443,23 @@ def test_a_missing_file_is_file_not_found(tmp_path):
 
 
 def test_shard_paths_follow_the_usual_pattern(tmp_path):
-    names = [p.name for p in _shard_paths(tmp_path / "train", 4)]
+    names = [p.name for p in shard_paths(tmp_path / "train", 4)]
     assert names == [f"train-0000{i}-of-00004.tfrecord" for i in range(4)]
-    assert [p.name for p in _shard_paths("out/val", 1, "GZIP")] == [
-        "val-00000-of-00001.tfrecord.gz"
-    ]
-    assert [p.name for p in _shard_paths("out/val", 1, "ZLIB")] == [
-        "val-00000-of-00001.tfrecord.zz"
-    ]
+    assert [p.name for p in shard_paths("out/val", 1, "GZIP")] == ["val-00000-of-00001.tfrecord.gz"]
+    assert [p.name for p in shard_paths("out/val", 1, "ZLIB")] == ["val-00000-of-00001.tfrecord.zz"]
     for bad in (0, -1):
         with pytest.raises(ValueError, match="num_shards must be at least 1"):
-            _shard_paths("x", bad)
+            shard_paths("x", bad)
     for bad in (1.5, None, True):
         with pytest.raises(TypeError, match="num_shards must be an int"):
-            _shard_paths("x", bad)
+            shard_paths("x", bad)
 
 
 @pytest.mark.parametrize("compression", COMPRESSIONS)
 def test_write_sharded_deals_records_round_robin(tmp_path, compression):
     payloads = payloads_of(range(10, 21))  # 11 records
     paths = write_sharded(tmp_path / "train", iter(payloads), 4, compression=compression)
-    assert paths == _shard_paths(tmp_path / "train", 4, compression)
+    assert paths == shard_paths(tmp_path / "train", 4, compression)
     for shard, path in enumerate(paths):
         assert list(iter_records(path, compression)) == payloads[shard::4]
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in paths)
@@ -476,7 +472,7 @@ def test_more_shards_than_records_gives_valid_empty_shards(tmp_path):
 
 def test_write_sharded_refuses_to_overwrite_and_writes_nothing(tmp_path):
     prefix = tmp_path / "train"
-    existing = _shard_paths(prefix, 3)[2]
+    existing = shard_paths(prefix, 3)[2]
     existing.write_bytes(b"precious")
     with pytest.raises(FileExistsError, match="train-00002-of-00003.tfrecord"):
         write_sharded(prefix, [b"a", b"b", b"c"], 3)
@@ -525,7 +521,7 @@ def test_a_shard_that_cannot_be_renamed_into_place_reports_that_and_leaves_no_te
 ):
     """Shard 0 is renamed into place before shard 1's rename fails (its name is a folder):
     the error is that rename's, not one from cleaning up shard 0's temp file, now gone."""
-    paths = _shard_paths(tmp_path / "train", 2)
+    paths = shard_paths(tmp_path / "train", 2)
     paths[1].mkdir()
     with pytest.raises(IsADirectoryError, match="train-00001-of-00002"):
         write_sharded(tmp_path / "train", [b"a", b"b", b"c"], 2, overwrite=True)
@@ -625,7 +621,7 @@ def test_the_refusal_to_overwrite_names_every_existing_file_in_one_sentence(tmp_
 
 
 def test_temporary_files_of_dead_writers_are_removed_and_listed_those_of_live_ones_kept(tmp_path):
-    paths = _shard_paths(tmp_path / "train", 2)
+    paths = shard_paths(tmp_path / "train", 2)
     dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"],
                           capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
     stale = [
@@ -647,7 +643,6 @@ def test_temporary_files_of_dead_writers_are_removed_and_listed_those_of_live_on
 
 _KILLED_DURING_COMMIT = """
 import os, signal, sys
-from helpers import records
 renames = 0
 def replace_then_die(source, target):
     global renames
@@ -656,8 +651,9 @@ def replace_then_die(source, target):
         if renames == 2:  # one shard renamed, the next not yet
             os.kill(os.getpid(), signal.SIGKILL)
     os.rename(source, target)
-records.os.replace = replace_then_die
-records.write_sharded(sys.argv[1], [b"new"] * 3, 3, overwrite=True)
+os.replace = replace_then_die
+from helpers.records import write_sharded
+write_sharded(sys.argv[1], [b"new"] * 3, 3, overwrite=True)
 """
 
 
@@ -678,14 +674,14 @@ def test_a_writer_killed_between_two_renames_is_finished_by_the_next_write(tmp_p
 
 _CONCURRENT_WRITER = """
 import os, sys, time
-from helpers import records
+from helpers.records import write_sharded
 def slow_replace(source, target):  # widens the window between two renames of one commit
     os.rename(source, target)
     time.sleep(0.02 if str(target).endswith(".tfrecord") else 0)
-records.os.replace = slow_replace
+os.replace = slow_replace
 name = sys.argv[2].encode()
 for round in range(5):
-    records.write_sharded(sys.argv[1], [name] * 4000, 4, overwrite=True)
+    write_sharded(sys.argv[1], [name] * 4000, 4, overwrite=True)
 """
 
 
