@@ -3,7 +3,7 @@
 ``dataset.shuffle(buffer_size)`` mixes only what sits in its buffer, so on sorted files a small
 buffer keeps much of the input order. Notebook 04 measures that bias and builds the fix: shuffle
 record *numbers*, then load each record through :class:`helpers.index.RecordView`.
-:func:`permutation` is the one seeded permutation (notebooks 04, 05, 07), and
+:func:`permutation` is the one seeded permutation (notebooks 04, 05, 10), and
 :func:`global_shuffle_dataset` the same as a ``tf.data.Dataset`` (TensorFlow is imported then).
 """
 

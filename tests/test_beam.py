@@ -1,8 +1,9 @@
 """helpers.beam: the Beam engine writes the local engine's bytes, atomically, and quietly.
 
-Beam takes seconds to start, so three pipelines run in all (module-scoped fixtures): the command
-line on raw records (seeded, 3 GZIP shards, default workers), the function on encoded records
-(split order, 1 shard, one worker) and a split with a truncated JPEG.
+Beam takes seconds to start, so four pipelines run in all: the command line on raw records
+(seeded, 3 GZIP shards, default workers), the function on encoded records (split order, 1 shard,
+one worker; both module-scoped fixtures), a split with a truncated JPEG, and more shards than
+records with index files. Everything goes through the public API.
 """
 
 import os
@@ -153,35 +154,19 @@ def test_the_command_line_passes_beam_options_and_names_a_bad_one(tmp_path, caps
     assert list(tmp_path.iterdir()) == []
 
 
-def in_this_process(job, verbose, timeout):
-    """The pipeline's steps, run here in order (no Beam start-up)."""
-    args = job["root"], job["task"], job["encoding"], len(job["temps"])
-    keyed = [beam._keyed_payload(item, *args) for item in enumerate(job["ids"])]
-    for shard in sorted({k for k, _ in keyed}):
-        group = (shard, [v for k, v in reversed(keyed) if k == shard])  # any order
-        beam._write_shard(group, job["temps"], job["compression"])
-
-
-def test_shards_without_records_are_empty_files_as_on_the_local_engine(tmp_path, monkeypatch):
-    """More shards than ids."""
-    monkeypatch.setattr(beam, "_run_in_child", in_this_process)
-    paths = beam.convert_with_beam(voc.sample_root(), "val", tmp_path / "x", num_shards=5,
-                               compression="ZLIB", shuffle_seed=1)  # fmt: skip
-    local = local_shards(tmp_path, "val", num_shards=5, compression="ZLIB", shuffle_seed=1)
-    assert [p.read_bytes() for p in paths] == [p.read_bytes() for p in local]
-    assert [sum(1 for _ in iter_records(p, "ZLIB")) for p in paths] == [1, 1, 1, 0, 0]
-    assert sorted(p.name for p in tmp_path.iterdir()) == sorted([p.name for p in paths] + ["local"])
-
-
-def test_index_files_are_the_local_engines_and_committed_with_the_shards(tmp_path, monkeypatch):
-    monkeypatch.setattr(beam, "_run_in_child", in_this_process)
-    paths = beam.convert_with_beam(voc.sample_root(), "val", tmp_path / "x", num_shards=2,
-                                   index=True)  # fmt: skip
-    local = local_shards(tmp_path, "val", num_shards=2, index=True)
+def test_empty_shards_and_index_files_are_the_local_engines(tmp_path):
+    """More shards than ids: the shards without records are valid empty files, and every
+    shard's .index is committed with it, as on the local engine."""
+    options = {"num_shards": 5, "shuffle_seed": 1, "index": True}
+    paths = beam.convert_with_beam(voc.sample_root(), "val", tmp_path / "x",
+                                   beam_options=["--direct_num_workers=1"], **options)  # fmt: skip
+    local = local_shards(tmp_path, "val", **options)
     indexes = [p.with_name(p.name + ".index") for p in paths]
+    local_indexes = [p.with_name(p.name + ".index") for p in local]
     assert [p.read_bytes() for p in paths + indexes] == [
-        p.read_bytes() for p in local + [p.with_name(p.name + ".index") for p in local]
+        p.read_bytes() for p in local + local_indexes
     ]
+    assert [sum(1 for _ in iter_records(p)) for p in paths] == [1, 1, 1, 0, 0]
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
         [p.name for p in paths + indexes] + ["local"]
     )
@@ -207,23 +192,28 @@ def running(pid: int) -> bool:
 
 
 def test_a_pipeline_over_its_time_limit_is_stopped_with_its_workers(tmp_path, monkeypatch):
-    """The pipeline's process and a worker it started, both asleep: both are gone after the limit.
+    """The pipeline's process (here a stand-in for Python that starts a worker and sleeps) and
+    its worker are both gone after the limit, and nothing is left in the output folder.
 
     A loaded machine may not start both processes within a limit of 1 s: then 4 s, then 16."""
     pid_file = tmp_path / "worker.pid"
-    sleeper = "import time; time.sleep(60)"
-    monkeypatch.setattr(
-        beam, "_CHILD",
-        f"import os, subprocess, sys, time\n"
-        f"worker = subprocess.Popen([sys.executable, '-c', {sleeper!r}])\n"
+    child = tmp_path / "child.py"
+    child.write_text(
+        "import os, subprocess, sys, time\n"
+        "worker = subprocess.Popen([sys.executable, '-c', 'import time; time.sleep(60)'])\n"
         f"open({str(pid_file)!r} + '.tmp', 'w').write(str(worker.pid))\n"
         f"os.replace({str(pid_file)!r} + '.tmp', {str(pid_file)!r})\n"
-        f"time.sleep(60)\n",
-    )  # fmt: skip
+        "time.sleep(60)\n"
+    )
+    python = tmp_path / "python"
+    python.write_text(f"#!/bin/sh\nexec {sys.executable} {child}\n")
+    python.chmod(0o755)
+    monkeypatch.setattr(sys, "executable", str(python))  # what beam starts its pipeline with
     for limit in (1, 4, 16):
         stopped = rf"the Beam pipeline did not finish within {limit} s"
         with pytest.raises(TimeoutError, match=stopped):
-            beam._run_in_child({}, verbose=False, timeout=limit)
+            beam.convert_with_beam(voc.sample_root(), "val", tmp_path / "out" / "x", timeout=limit)
+        assert not (tmp_path / "out").exists()
         if pid_file.exists():
             break
     worker, deadline = int(pid_file.read_text()), time.monotonic() + 5
