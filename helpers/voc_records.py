@@ -13,16 +13,16 @@ from PIL import Image
 from tqdm import tqdm
 
 from helpers import voc
+from helpers._commit import output_folder
 from helpers._examples import CORNERS, SEGMENTATION, check_task, example_bytes, parsing_spec
 from helpers._magic import looks_like
-from helpers.records import _output_folder, write_sharded
+from helpers.records import write_sharded
 
 if TYPE_CHECKING:
     import tensorflow as tf
 
 #: The names of the two schemas (notebook 02).
 ENCODINGS: tuple[str, ...] = tuple(SEGMENTATION)
-_check_task = check_task  # the old path of beam.py; it goes once beam imports helpers._examples
 
 
 def feature_spec(encoding: str) -> dict:
@@ -150,5 +150,5 @@ def convert_split(
             for image_id in bar:
                 yield record_payload(voc_root, image_id, task, encoding)
 
-    with _output_folder(out_prefix):
+    with output_folder(out_prefix):
         return write_sharded(out_prefix, payloads(), num_shards, compression, overwrite, index)
