@@ -1,0 +1,68 @@
+"""helpers._framing: the layout, and the fast forms of the record check agree with the check."""
+
+import struct
+
+import numpy as np
+import pytest
+
+from helpers._framing import (
+    FRAME_SIZE,
+    HEADER_DTYPE,
+    HEADER_SIZE,
+    RecordError,
+    check_header,
+    check_payload,
+    frame,
+    masked_crc32c,
+    unframe,
+    unframe_many,
+)
+
+PAYLOADS = [b"", b"a", b"hello", bytes(range(256)) * 3]
+
+
+def framed(payloads):
+    data = b"".join(part for payload in payloads for part in frame(payload))
+    ends = np.cumsum([len(p) + FRAME_SIZE for p in payloads])
+    return data, np.concatenate([[0], ends[:-1]]).astype(np.int64), ends.astype(np.int64)
+
+
+def test_the_layout_is_tensorflows():
+    header, payload, footer = frame(b"hello")
+    assert struct.unpack("<QI", header) == (5, masked_crc32c(struct.pack("<Q", 5)))
+    assert payload == b"hello" and struct.unpack("<I", footer) == (masked_crc32c(b"hello"),)
+    assert (HEADER_SIZE, FRAME_SIZE, HEADER_DTYPE.itemsize) == (12, 16, 12)
+
+
+def test_good_records_pass_every_form_of_the_check():
+    data, starts, ends = framed(PAYLOADS)
+    for payload, start, end in zip(PAYLOADS, starts.tolist(), ends.tolist(), strict=True):
+        assert unframe(data, start, end) == payload
+        length = check_header(data[start : start + HEADER_SIZE], "f", 0, start)
+        assert check_payload(data[start + HEADER_SIZE : end], length, "f", 0, start) == payload
+    payloads, bad = unframe_many(data, starts, ends)
+    assert payloads == PAYLOADS and not bad.any()
+
+
+@pytest.mark.parametrize("at, reason", [(2, "length CRC"), (9, "length CRC"), (14, "payload CRC"),
+                                        (-1, "payload CRC")])  # fmt: skip
+def test_a_flipped_byte_fails_every_form_of_the_check(at, reason):
+    data, starts, ends = framed(PAYLOADS)
+    start, end = int(starts[2]), int(ends[2])  # b"hello"
+    broken = bytearray(data)
+    broken[(start if at >= 0 else end) + at] ^= 0xFF
+    broken = bytes(broken)
+    assert unframe(broken, start, end) is None
+    _, bad = unframe_many(broken, starts, ends)
+    assert bad.tolist() == [False, False, True, False]
+    with pytest.raises(RecordError, match=reason):
+        length = check_header(broken[start : start + HEADER_SIZE], "f", 1, start)
+        check_payload(broken[start + HEADER_SIZE : end], length, "f", 1, start)
+
+
+def test_a_record_whose_end_does_not_fit_its_length_fails_the_fast_forms():
+    data, starts, ends = framed(PAYLOADS)
+    ends = ends.copy()
+    ends[3] -= 1  # an index that disagrees with the header
+    assert unframe(data, int(starts[3]), int(ends[3])) is None
+    assert unframe_many(data, starts, ends)[1].tolist() == [False, False, False, True]
