@@ -196,21 +196,16 @@ def parse(payload: bytes) -> tuple[str, object]:
     else:
         problem = "protobuf cannot parse it"
     looks = _LOOKS.get(looks_like(payload))
-    what = f"look like {looks}" if looks else f"start {payload[:8].hex()}"
-    raise ValueError(
-        f"not a tf.train.Example, SequenceExample or TensorProto: {len(payload):,} bytes that "
-        f"{what} ({problem})"
-    )
+    start = f"look like {looks}" if looks else f"start {payload[:8].hex()}"
+    what = f"{len(payload):,} bytes that {start}"
+    raise ValueError(f"not a tf.train.Example, SequenceExample or TensorProto: {what} ({problem})")
 
 
 def _readable(tensor: object) -> bool:
     """Whether a TensorProto's dtype is known and its values fill its shape, known and >= 0."""
     shape = [dim.size for dim in tensor.tensor_shape.dim]
-    if (
-        tensor.dtype not in TENSOR_DTYPES
-        or tensor.tensor_shape.unknown_rank
-        or min(shape, default=0) < 0
-    ):
+    known = not tensor.tensor_shape.unknown_rank and min(shape, default=0) >= 0
+    if tensor.dtype not in TENSOR_DTYPES or not known:
         return False
     count, size = math.prod(shape), TENSOR_DTYPES[tensor.dtype][1]
     if size == 0:  # strings: one per value at most (TensorFlow pads the rest with b"")
