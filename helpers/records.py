@@ -26,13 +26,11 @@ import google_crc32c
 
 import helpers._framing as framing
 from helpers._checks import check_compression, check_int
-from helpers._commit import commit, output_folder, prepare, shard_paths, staged_index, temp_path
+from helpers._commit import commit, prepare, shard_paths, staged_index, temp_path
 from helpers._framing import RecordError, check_header, check_payload, masked_crc32c  # noqa: F401
 from helpers._magic import MAGIC, looks_like_zlib
 
-# Notebooks 04 and 06 take masked_crc32c from here; voc_records and its tests take these two,
-# until they import them from helpers._commit.
-_output_folder, _shard_paths = output_folder, shard_paths
+# Notebooks 04 and 06 take masked_crc32c from here.
 
 _WBITS = {"GZIP": 31, "ZLIB": 15}  # zlib's wbits; TensorFlow uses memLevel 9 for both
 
@@ -121,10 +119,11 @@ def write_records(
 ) -> int:
     """Write ``payloads`` as TFRecord records to ``path``; return how many were written.
 
-    Notebook 02's ``tf.io.TFRecordWriter``, made sturdy: the file appears only when complete
-    (temporary file, fsync, rename); an existing one is replaced only if ``overwrite``. Raises
-    FileExistsError if ``path`` exists and not ``overwrite``, FileNotFoundError if its folder
-    does not exist, ValueError for an unknown ``compression``, TypeError for a non-bytes payload.
+    ``tf.io.TFRecordWriter``, made sturdy (notebooks 04, 05, 06): the file appears only when
+    complete (temporary file, fsync, rename); an existing one is replaced only if ``overwrite``.
+    Raises FileExistsError if ``path`` exists and not ``overwrite``, FileNotFoundError if its
+    folder does not exist, ValueError for an unknown ``compression``, TypeError for a non-bytes
+    payload.
     """
     return _write_all([Path(path)], payloads, check_compression(compression), overwrite)[0]
 
