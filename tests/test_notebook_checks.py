@@ -103,3 +103,67 @@ def test_outputs_go_to_the_released_notebook_only_where_the_cells_match():
     student.cells[1].source = "print(x + 1)"
     with pytest.raises(ValueError, match="released and student copies differ"):
         nc._transplant(released, student)
+
+
+def exercise_notebook(path: Path, exercises: int = 2) -> Path:
+    """A notebook with ``exercises`` exercises (stub, solution, check), written to ``path``."""
+    cells = [nbformat.v4.new_code_cell("x = 1")]
+    for n in range(1, exercises + 1):
+        cells += [
+            nbformat.v4.new_code_cell(f"answer_{n} = None"),
+            nbformat.v4.new_code_cell(f"answer_{n} = {n}", metadata={"tags": ["solution"]}),
+            nbformat.v4.new_code_cell(
+                f'assert answer_{n} == {n}, "Exercise {n} is not solved yet: answer_{n}"',
+                metadata={"tags": ["check"]},
+            ),
+        ]
+    nbformat.write(nbformat.v4.new_notebook(cells=cells), path)
+    return path
+
+
+def run_of_student_copy(
+    path: Path, failing_checks=(1, 2), other_errors=()
+) -> nbformat.NotebookNode:
+    """The student copy of ``path`` as if executed: the given check cells failed as they
+    should, and the code cells at the indexes ``other_errors`` raised a ValueError."""
+    nb = nc.classroom.student_copy(path)
+    code = [c for c in nb.cells if c.cell_type == "code"]
+    checks = [c for c in code if "check" in nc.tags(c)]
+    for n in failing_checks:
+        message = f"Exercise {n} is not solved yet: answer_{n}"
+        checks[n - 1].outputs = [
+            nbformat.v4.new_output("error", ename="AssertionError", evalue=message, traceback=[])
+        ]
+    for index in other_errors:
+        code[index].outputs = [
+            nbformat.v4.new_output("error", ename="ValueError", evalue="bad: value", traceback=[])
+        ]
+    return nb
+
+
+def test_a_student_copy_that_fails_only_in_its_checks_passes(tmp_path):
+    path = exercise_notebook(tmp_path / "01_exercises.ipynb")
+    assert nc.student_copy_problems(path, run_of_student_copy(path)) == []
+
+
+def test_a_check_that_passes_on_the_stub_or_another_error_is_reported(tmp_path):
+    path = exercise_notebook(tmp_path / "01_exercises.ipynb")
+    expected = [
+        (["check"], "AssertionError", "Exercise 1 is not solved yet"),
+        (["check"], "AssertionError", "Exercise 2 is not solved yet"),
+    ]
+    passing = run_of_student_copy(path, failing_checks=(1,))  # check 2 passes on its stub
+    assert nc.student_copy_problems(path, passing) == [
+        f"errors {expected[:1]}, expected exactly {expected}"
+    ]
+    broken = run_of_student_copy(path, other_errors=(0,))  # the first cell raised
+    assert nc.student_copy_problems(path, broken) == [
+        f"errors {[([], 'ValueError', 'bad'), *expected]}, expected exactly {expected}"
+    ]
+
+
+def test_a_notebook_with_one_exercise_is_reported(tmp_path):
+    path = exercise_notebook(tmp_path / "01_exercises.ipynb", exercises=1)
+    assert nc.student_copy_problems(path, run_of_student_copy(path, failing_checks=(1,))) == [
+        "1 check cells for 1 solutions (need >= 2)"
+    ]
