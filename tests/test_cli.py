@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from builders import example, sequence_example
 from lock_imports import require
 
 from helpers.cli import main
@@ -15,29 +16,22 @@ from helpers.records import iter_records, write_records
 tf = require("tensorflow")
 
 
-def example(index: int) -> bytes:
-    message = tf.train.Example()
-    features = message.features.feature
-    features["id"].int64_list.value.append(index)
-    features["image"].bytes_list.value.append(bytes(range(256))[: 40 + index])
-    return message.SerializeToString(deterministic=True)
+def numbered(index: int) -> bytes:
+    """An Example of an id and an image of 40 + ``index`` bytes."""
+    return example({"id": index, "image": bytes(range(256))[: 40 + index]})
 
 
-def sequence_example(steps: int) -> bytes:
-    message = tf.train.SequenceExample()
-    message.context.feature["day"].bytes_list.value.append(b"monday")
-    for step in range(steps):
-        values = message.feature_lists.feature_list["t"].feature.add().float_list.value
-        values.extend([step, step / 2])
-    return message.SerializeToString(deterministic=True)
+def day(steps: int) -> bytes:
+    """A SequenceExample of a day and ``steps`` steps of two floats."""
+    return sequence_example({"day": b"monday"}, {"t": [[float(s), s / 2] for s in range(steps)]})
 
 
 @pytest.fixture
 def files(tmp_path, monkeypatch):
     """A folder with one intact file, its GZIP twin, and one damaged copy per kind of damage."""
     monkeypatch.chdir(tmp_path)
-    write_records("good.tfrecord", [example(i) for i in range(4)])
-    write_records("good.tfrecord.gz", [example(i) for i in range(4)], compression="GZIP")
+    write_records("good.tfrecord", [numbered(i) for i in range(4)])
+    write_records("good.tfrecord.gz", [numbered(i) for i in range(4)], compression="GZIP")
     data = open("good.tfrecord", "rb").read()
     offsets = [offset for offset, _ in iter_records("good.tfrecord", offsets=True)]
 
@@ -148,7 +142,7 @@ def test_inspect_example_file_and_show_one_record(files, capsys):
 
 def test_inspect_sequence_example_file(tmp_path, capsys, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    write_records("seq.tfrecord", [sequence_example(3), sequence_example(6)])
+    write_records("seq.tfrecord", [day(3), day(6)])
     status, out, _ = run(capsys, "inspect", "seq.tfrecord")
     assert status == 0
     assert "seq.tfrecord: 2 records of tf.train.SequenceExample" in out
@@ -158,7 +152,7 @@ def test_inspect_sequence_example_file(tmp_path, capsys, monkeypatch):
 
 
 def test_inspect_reports_damage_and_payloads_that_are_not_examples(files, capsys):
-    write_records("png.tfrecord", [example(0), b"\x89PNG\r\n\x1a\n" + bytes(30)])
+    write_records("png.tfrecord", [numbered(0), b"\x89PNG\r\n\x1a\n" + bytes(30)])
     status, out, err = run(capsys, "inspect", "png.tfrecord", "payload.tfrecord", "good.tfrecord")
     assert status == 1
     problems = err.splitlines()
@@ -300,10 +294,10 @@ def test_convert_voc_imports_no_tensorflow_and_writes_the_bytes_tensorflow_write
     assert len(records) >= 9
     with tf.io.TFRecordWriter(str(tmp_path / "by_tensorflow.tfrecord")) as writer:
         for record in records:
-            example = tf.train.Example.FromString(record)
+            message = tf.train.Example.FromString(record)
             # an image without objects has empty lists, of the right kind, as TensorFlow's have
-            assert all(f.WhichOneof("kind") for f in example.features.feature.values())
-            writer.write(example.SerializeToString(deterministic=True))
+            assert all(f.WhichOneof("kind") for f in message.features.feature.values())
+            writer.write(message.SerializeToString(deterministic=True))
     assert (tmp_path / "by_tensorflow.tfrecord").read_bytes() == written.read_bytes()
 
 
@@ -313,7 +307,7 @@ def test_verify_and_inspect_files_written_by_tensorflow(tmp_path, capsys, monkey
     options = tf.io.TFRecordOptions(compression_type=compression)
     with tf.io.TFRecordWriter("tf.tfrecord", options=options) as writer:
         for index in range(3):
-            writer.write(example(index))
+            writer.write(numbered(index))
     status, out, err = run(capsys, "verify", "tf.tfrecord")
     kind = f", {compression}" if compression else ""
     assert (status, out, err) == (0, f"tf.tfrecord: ok, 3 records{kind}\n", "")
