@@ -4,6 +4,7 @@ Notebook 08 shows them byte-identical to :func:`helpers.voc_records.convert_spli
 
 import builtins
 import contextlib
+import inspect
 import io
 import json
 import os
@@ -13,6 +14,7 @@ import subprocess
 import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import TypedDict, Unpack
 
 import numpy as np
 
@@ -23,7 +25,7 @@ from helpers._examples import check_task
 from helpers._tensorflow import QUIET_ENVIRONMENT
 from helpers.index import build_index
 from helpers.records import write_records
-from helpers.voc_records import record_payload, split_order
+from helpers.voc_records import convert_split, record_payload, split_order
 
 # The error line of a worker's traceback text (a VOCError or a built-in error), minus Beam's tag.
 _WORKER_ERROR = re.compile(r"^(helpers\.voc\.\w+|\w*Error): (.*?)( \[while running .*\])?$", re.M)
@@ -68,24 +70,31 @@ def _pipeline_options(beam_options: list[str], verbose: bool):
     return options
 
 
+class _Options(TypedDict, total=False):
+    """The options :func:`convert_with_beam` shares with ``convert_split``, which has their
+    defaults."""
+
+    num_shards: int
+    encoding: str
+    compression: str | None
+    overwrite: bool
+    shuffle_seed: int | None
+    task: str
+    index: bool
+
+
 def convert_with_beam(
     voc_root: str | os.PathLike,
     split: str,
     out_prefix: str | os.PathLike,
-    num_shards: int = 1,
-    encoding: str = "raw",
-    compression: str | None = None,
-    overwrite: bool = False,
-    shuffle_seed: int | None = None,
-    task: str = "segmentation",
-    index: bool = False,
     beam_options: Sequence[str] = (),
     verbose: bool = False,
     timeout: float | None = 3600,
+    **options: Unpack[_Options],
 ) -> list[Path]:
     """Convert one split into TFRecord shards with an Apache Beam pipeline; return their paths.
 
-    The files of :func:`helpers.voc_records.convert_split` with the same arguments, byte for
+    The files of :func:`helpers.voc_records.convert_split` with the same ``options``, byte for
     byte (notebook 08; ``python -m helpers convert-voc --engine beam``): ``Create`` the numbered
     ids of ``split_order``; ``record_payload`` keyed by shard and place; ``GroupByKey``; each
     shard sorted into a temporary file (in one worker's memory meanwhile); all committed
@@ -99,6 +108,11 @@ def convert_with_beam(
     ValueError for a bad Beam option, RuntimeError if the pipeline fails otherwise (Beam's
     message), TimeoutError after ``timeout`` seconds.
     """
+    bound = inspect.signature(convert_split).bind(voc_root, split, out_prefix, **options)
+    bound.apply_defaults()
+    num_shards, encoding, compression, overwrite, shuffle_seed, task, index = (
+        bound.arguments[name] for name in _Options.__annotations__
+    )
     check_task(task, encoding)
     paths = shard_paths(out_prefix, num_shards, compression, index)
     compression = check_compression(compression)
