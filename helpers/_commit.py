@@ -67,17 +67,18 @@ def staged_index(path: Path, sizes: list[int]) -> tuple[Path, Path]:
 
 @contextlib.contextmanager
 def _locked(folder: Path) -> Iterator[int]:
-    """Hold the folder's lock (``flock``; other helpers writers wait); yield its descriptor."""
+    """Hold the folder's lock (``flock``; other helpers writers wait), redo the renames of the
+    journals that killed writers left; yield the folder's descriptor."""
     fd = os.open(folder, os.O_RDONLY)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
+        _finish_interrupted(folder, fd)
         yield fd
     finally:
         os.close(fd)  # releases the lock, as the death of the process does
 
 
 def _finish_interrupted(folder: Path, fd: int) -> None:
-    """Redo the renames of the journals that killed writers left (the lock is held)."""
     for journal in sorted(folder.glob(".*.commit")):
         try:
             pairs = [(str(temp), str(path)) for temp, path in json.loads(journal.read_bytes())]
@@ -91,31 +92,30 @@ def _finish_interrupted(folder: Path, fd: int) -> None:
         os.fsync(fd)
         done = f"finished an interrupted write in {folder}: " if pairs else "dropped the journal "
         names = ", ".join(Path(path).name for _, path in pairs) or f"{journal.name}, not whole"
-        warnings.warn(done + names, stacklevel=5)
+        warnings.warn(done + names, stacklevel=7)  # past _locked
 
 
-def _is_alive(pid: int) -> bool:
+def _writer_is_dead(temp: Path) -> bool:
+    """Whether the process whose id a :func:`temp_path` carries is gone (no id: an old name)."""
+    pid = re.search(r"\.(\d+)-\w*\.tmp$", temp.name)
+    if pid is None:
+        return True
     with contextlib.suppress(PermissionError):  # alive, another user's
         try:
-            os.kill(pid, 0)
+            os.kill(int(pid[1]), 0)
         except ProcessLookupError:
-            return False
-    return True
+            return True
+    return False
 
 
 def prepare(paths: list[Path], overwrite: bool) -> None:
-    """Before writing ``paths``: finish what killed writers left in the folder, remove their
-    temporary files, and say so. FileExistsError if one of ``paths`` exists, unless
-    ``overwrite``."""
+    """Before writing ``paths``: finish killed writers' commits, remove their temporary files, say
+    so. FileExistsError if one of ``paths`` exists, unless ``overwrite``."""
     stale = []
     if paths[0].parent.is_dir():
-        with _locked(paths[0].parent) as fd:
-            _finish_interrupted(paths[0].parent, fd)
+        with _locked(paths[0].parent):
             temps = [t for p in paths for t in p.parent.glob(f".{glob.escape(p.name)}.*.tmp")]
-            pids = [re.search(r"\.(\d+)-\w*\.tmp$", t.name) for t in temps]  # None: no pid
-            stale = [
-                t for t, p in zip(temps, pids, strict=True) if not (p and _is_alive(int(p[1])))
-            ]
+            stale = [temp for temp in temps if _writer_is_dead(temp)]
             for temp in stale:
                 temp.unlink(missing_ok=True)
     if stale:
@@ -138,7 +138,6 @@ def commit(pairs: list[tuple[Path, Path]], overwrite: bool) -> None:
     journal = folder / f".{first.name}.{os.getpid()}.commit"
     try:
         with _locked(folder) as fd:
-            _finish_interrupted(folder, fd)
             existing = [str(path) for _, path in pairs if path.exists()]
             if existing and not overwrite:  # another writer committed since prepare
                 raise FileExistsError(f"{', '.join(existing)} appeared while this write ran")
