@@ -1,5 +1,4 @@
-"""Examples without TensorFlow: the protobuf messages, building and telling them apart, and the
-keys of each record kind with the one function that turns them into a parsing spec."""
+"""Examples without TensorFlow: their protobuf messages, and the keys of each record kind."""
 
 import functools
 import math
@@ -66,9 +65,8 @@ CORNERS = ("xmin", "xmax", "ymin", "ymax")  # of a box, as create_pascal_tf_reco
 
 
 class Key(NamedTuple):
-    """One key of a record kind: its Feature's list ("bytes", "int64" or "float"), whether it
-    holds one value or ``many`` (any number, e.g. one per object), and ``default``: the value
-    a record that lacks the key reads as (None: every record has it)."""
+    """One key of a record kind: its list's kind, one value or ``many`` (e.g. one per object),
+    and the ``default`` of a record that lacks it (None: every record has it)."""
 
     kind: str
     many: bool = False
@@ -120,8 +118,7 @@ SEGMENTATION = {"raw": RAW, "encoded": ENCODED}  # the schemas of convert_split'
 
 
 def check_task(task: object, encoding: object = "raw") -> dict[str, Key]:
-    """The keys of a ``task``'s records ("segmentation" in an ``encoding`` of SEGMENTATION, or
-    "detection"); ValueError naming what is unknown."""
+    """The keys of ``task``'s records (``encoding``'s, if segmentation); ValueError if unknown."""
     if task not in ("segmentation", "detection"):
         raise ValueError(f"task must be 'segmentation' or 'detection', got {task!r}")
     if task == "segmentation" and encoding not in SEGMENTATION:
@@ -130,9 +127,8 @@ def check_task(task: object, encoding: object = "raw") -> dict[str, Key]:
 
 
 def parsing_spec(keys: dict[str, Key], lengths: dict[str, int] | None = None) -> dict:
-    """``{key: tf.io feature}`` of a record kind: ``FixedLenFeature([])`` for one value (with
-    the key's default), for ``many`` values ``FixedLenFeature([n])`` if ``lengths`` gives the
-    key's n, else ``RaggedFeature``."""
+    """``{key: tf.io feature}`` of a record kind; a ``many`` key is ragged unless ``lengths`` has
+    its fixed length."""
     import tensorflow as tf
 
     dtypes = {"int64": tf.int64, "float": tf.float32, "bytes": tf.string}
@@ -158,8 +154,7 @@ def message(name: str) -> type:
 
 
 def example_bytes(keys: dict[str, Key], values: dict[str, object]) -> bytes:
-    """A ``tf.train.Example`` of a record kind as TensorFlow serializes it: ``values`` holds a
-    value for each key (a list of values for a ``many`` key)."""
+    """A ``tf.train.Example`` of a record kind as TensorFlow serializes it (a list per ``many``)."""
     example = message("Example")()
     for name, key in keys.items():
         chosen = getattr(example.features.feature[name], f"{key.kind}_list")
@@ -169,8 +164,7 @@ def example_bytes(keys: dict[str, Key], values: dict[str, object]) -> bytes:
 
 
 def parse(payload: bytes) -> tuple[str, object]:
-    """``(kind, message)``, kind "Example", "SequenceExample" or "TensorProto" (notebook 06, "Tell
-    Example and SequenceExample apart"); ValueError if the payload is none of them."""
+    """``(kind, message)``, kind "Example", "SequenceExample" or "TensorProto"; else ValueError."""
     from google.protobuf.message import DecodeError
 
     parsed = {}

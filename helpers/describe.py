@@ -82,9 +82,8 @@ class FileSummary:
 
 
 def describe_file(path: str | os.PathLike, compression: str | None = None) -> FileSummary:
-    """Infer the features, or the tensors' dtypes and shapes, of every record (notebook 06, "Infer
-    the features of every record"). RecordError (file, record, offset) for a damaged record, one
-    that is no Example, SequenceExample or TensorProto, or tensors mixed with the others."""
+    """The features, or tensor dtypes and shapes, of every record (notebook 06). RecordError for
+    a damaged record, one of no known kind, or tensors mixed with Examples."""
     summary = FileSummary(str(path))
     for index, (offset, payload) in enumerate(iter_records(path, compression, offsets=True)):
         try:
@@ -122,7 +121,7 @@ def _table(rows: list[list[str]]) -> list[str]:
 
 
 def format_summary(summary: FileSummary) -> str:
-    """A :class:`FileSummary` as tables (notebook 06, "Infer the features of every record")."""
+    """A :class:`FileSummary` as tables (notebook 06)."""
     n, kind = summary.num_records, summary.kind
     if kind is None:
         return f"{summary.source}: 0 records"
@@ -166,8 +165,7 @@ def _values(feature) -> list[str]:
 
 
 def format_record(payload: bytes) -> str:
-    """One serialized Example, SequenceExample or TensorProto as text, shortened (notebook 06,
-    "Infer the features of every record"). ValueError if the payload is none of these."""
+    """A record as text, shortened (notebook 06); ValueError if it is of no known kind."""
     kind, message = parse(payload)
     if kind == "TensorProto":
         shape = [dim.size for dim in message.tensor_shape.dim]

@@ -12,22 +12,20 @@ if TYPE_CHECKING:
 
 def detection_example(root: str | os.PathLike, image_id: str) -> "tf.train.Example":
     """The Example of an image and its boxes, as ``create_pascal_tf_record.py`` writes it (notebook
-    09, "Build one Example with lists"). VOCError naming the id and file for a bad annotation or
-    photo (``voc.load_annotation``, ``voc.load_image``), a non-JPEG, or a size unlike the XML's."""
+    09). VOCError for a bad annotation or photo, a non-JPEG, or a size unlike the XML's."""
     import tensorflow as tf
 
     return tf.train.Example.FromString(record_payload(root, image_id, "detection"))
 
 
 def detection_spec() -> dict:
-    """The parsing spec of :func:`detection_example`'s records: ``FixedLenFeature([])`` (no default)
-    per image key, ``RaggedFeature`` per object list (notebook 09, "Read the lists three ways")."""
+    """The parsing spec of :func:`detection_example`'s records (notebook 09)."""
     return parsing_spec(DETECTION)
 
 
 def parse_detection(serialized: "tf.Tensor") -> dict:
-    """A :func:`detection_example` record as the tensors a detector trains on (notebook 09, "Stack
-    the corners into boxes"). InvalidArgumentError if image keys miss or list lengths differ."""
+    """A :func:`detection_example` record as a detector's tensors (notebook 09).
+    InvalidArgumentError if image keys miss or list lengths differ."""
     import tensorflow as tf
 
     values = tf.io.parse_single_example(serialized, detection_spec())

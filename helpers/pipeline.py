@@ -83,8 +83,8 @@ def _inputs(files: str | os.PathLike | Sequence, encoding: str, compression: obj
 
 
 def _decode(serialized, encoding: str, where: list):
-    """(image, mask) of a record (notebook 03, "Parse and decode one record"); failed checks name
-    ``where``. Checks hold only strings and int32: others make a stateful op (serial pipeline)."""
+    """(image, mask) of a record; failed checks name ``where``. They hold only strings and int32:
+    others make a stateful op (serial pipeline)."""
     import tensorflow as tf
 
     def check(condition, *parts):
@@ -127,9 +127,8 @@ def _check_size(size: object) -> tuple[int, int]:
 def crop_or_pad(
     image: "tf.Tensor", mask: "tf.Tensor", size: tuple[int, int], position: object = None
 ) -> tuple["tf.Tensor", "tf.Tensor"]:
-    """Crop or pad ``image`` and ``mask`` to ``size`` with one window (centred, or placed by two
-    floats in [0, 1)), the mask padded with void (notebook 03, "Crop or pad, and pad masks with
-    void"). ValueError or TypeError if ``size`` is not two positive integers."""
+    """Crop or pad both to ``size`` with one window (centred, or placed by two floats in [0, 1)),
+    the mask with void (notebook 03). ValueError or TypeError if ``size`` is not two ints > 0."""
     import tensorflow as tf
 
     size = _check_size(size)
@@ -160,11 +159,9 @@ def voc_batches(
     compression: str | None = "auto",
     drop_remainder: bool = False,
 ) -> "tf.data.Dataset":
-    """Batches ``(images uint8 [B, H, W, 3], masks uint8 [B, H, W, 1])`` from VOC TFRecord files
-    (notebook 03, "Save the pipeline as voc_batches"); "auto" detects ``encoding`` and
-    ``compression``. TypeError (a size or seed not an int), FileNotFoundError, ValueError (bad
-    argument, files that disagree, record 0 in neither schema) or RecordError name the file;
-    later, InvalidArgumentError names file and index of a record that does not add up."""
+    """Batches of uint8 images [B, H, W, 3] and masks [B, H, W, 1] from VOC files (notebook 03).
+    TypeError, FileNotFoundError, ValueError (e.g. files that disagree) or RecordError; later,
+    InvalidArgumentError names file and index of a record that does not add up."""
     import tensorflow as tf
 
     batch_size = check_int(batch_size, "batch_size", minimum=1)

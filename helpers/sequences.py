@@ -65,9 +65,8 @@ def write_day(
     timestamps: np.ndarray | Sequence[int],
     overwrite: bool = False,
 ) -> int:
-    """Write a day, an Example per frame; return the count (notebook 05, "Build one Example per
-    frame"). ValueError (file, frame) for lengths that differ, timestamps not increasing, labels
-    not finite, frames not JPEG or of two sizes; FileExistsError (``overwrite`` replaces)."""
+    """Write a day, an Example per frame; return the count (notebook 05). ValueError (file,
+    frame) for frames, labels or timestamps that do not fit; FileExistsError."""
     labels, stamps = _check_day(str(path), jpegs, labels, timestamps)
     payloads = (
         example_bytes(FRAME, {_ENCODED: jpeg, _TIMESTAMP: stamp, _LABELS: row})
@@ -119,11 +118,9 @@ def frame_windows(
     cycle_length: int = 4,
     with_timestamps: bool = False,
 ) -> "tf.data.Dataset":
-    """``(frames, last labels[, timestamps])`` windows of ``size`` frames ``stride`` apart, one
-    every ``shift``, within each day file (notebook 05, "Cut windows that stay inside one day").
-    ValueError for a bad size or buffer, no frame, files of two frame shapes or a record 0 that
-    is no frame (naming file and record); TypeError for a bad ``seed``. A bad later record raises
-    InvalidArgumentError naming "<file>: record <i>" (UnicodeDecodeError if no protobuf)."""
+    """``(frames, last labels[, timestamps])`` windows inside each day file (notebook 05).
+    ValueError for a bad argument, no frame, two frame shapes or a bad record 0; TypeError. A bad
+    later record raises InvalidArgumentError naming "<file>: record <i>" (or UnicodeDecodeError)."""
     import tensorflow as tf
 
     steps = {"size": size, "stride": stride, "shift": shift}
@@ -164,9 +161,8 @@ def frame_windows(
 
 
 def read_day_sequence(path: str | os.PathLike, num_labels: int) -> tuple[dict, dict]:
-    """``(context, lists)`` of a day's SequenceExample (notebook 05, "Store a day as one
-    SequenceExample"). ValueError naming file and record for not one record, a missing or wrong
-    feature or a wrong ``frame_count``; RecordError for a damaged file."""
+    """``(context, lists)`` of a day's SequenceExample (notebook 05). ValueError naming file and
+    record for not one record, a wrong feature or ``frame_count``; RecordError for damage."""
     import tensorflow as tf
 
     num_labels = check_int(num_labels, "num_labels", minimum=1)

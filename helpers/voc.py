@@ -71,8 +71,7 @@ def sample_root() -> Path:
 
 
 def voc_root() -> Path:
-    """``$VOC_ROOT`` if set, else :func:`sample_root` (notebook 01); VOCError naming what a
-    ``$VOC_ROOT`` that is no VOC2012 folder lacks."""
+    """``$VOC_ROOT`` if set, else :func:`sample_root` (notebook 01); VOCError if no VOC2012."""
     value = os.environ.get("VOC_ROOT", "")
     if not value.strip():
         return sample_root()
@@ -106,7 +105,7 @@ def mask_path(root: PathLike, image_id: str) -> Path:
 
 def read_split(root: PathLike, split: str, folder: str = "Segmentation") -> list[str]:
     """The ids in ``ImageSets/<folder>/<split>.txt`` (notebook 01). VOCError for an unknown split
-    (also a FileNotFoundError, listing the splits), non-UTF-8 text or a bad id (with its line)."""
+    (a FileNotFoundError too), non-UTF-8 text or a bad id."""
     path = Path(root) / "ImageSets" / _plain(folder, "folder") / f"{_plain(split, 'split')}.txt"
     try:
         text = path.read_bytes().decode("utf-8-sig")
@@ -121,7 +120,8 @@ def read_split(root: PathLike, split: str, folder: str = "Segmentation") -> list
 
 
 def _open(path: Path, what: str, image_id: str) -> Image.Image:
-    """Fully decode an image file; VOCError naming the id and file if it fails or is a bomb."""
+    """Fully decode an image file; VOCError naming id and file if it is missing (a
+    FileNotFoundError too), too large, unreadable or corrupt."""
     try:
         with warnings.catch_warnings(action="error", category=Image.DecompressionBombWarning):
             image = Image.open(path)  # over Image.MAX_IMAGE_PIXELS: refused, not decoded
@@ -137,8 +137,7 @@ def _open(path: Path, what: str, image_id: str) -> Image.Image:
 
 
 def load_image(root: PathLike, image_id: str) -> np.ndarray:
-    """The photo of ``image_id`` as uint8 (H, W, 3) RGB (notebook 01). VOCError naming the id and
-    file if it is missing (also a FileNotFoundError), too large, unreadable or corrupt."""
+    """The photo of ``image_id`` as uint8 (H, W, 3) RGB (notebook 01); VOCError as ``_open``."""
     with _open(image_path(root, image_id), "photo", image_id) as image:
         if image.mode == "P" and "transparency" in image.info:
             image = image.convert("RGBA")  # PIL wants palette transparency resolved first
@@ -146,8 +145,8 @@ def load_image(root: PathLike, image_id: str) -> np.ndarray:
 
 
 def load_mask(root: PathLike, image_id: str) -> np.ndarray:
-    """The mask of ``image_id`` as uint8 class indices (notebook 01). VOCError if it is missing
-    (also a FileNotFoundError), undecodable, not a palette PNG, or holds values not 0-20, 255."""
+    """The mask of ``image_id`` as uint8 class ids (notebook 01). VOCError as ``_open``, or if it
+    is not a palette PNG or holds values not 0-20, 255."""
     path = mask_path(root, image_id)
     with _open(path, "mask", image_id) as image:
         if image.mode != "P":
@@ -162,8 +161,7 @@ def load_mask(root: PathLike, image_id: str) -> np.ndarray:
 
 
 def load_pair(root: PathLike, image_id: str) -> tuple[np.ndarray, np.ndarray]:
-    """``(image, mask)`` of ``image_id`` (notebook 02); VOCError as :func:`load_image` and
-    :func:`load_mask`, or if their sizes differ."""
+    """``(image, mask)`` of ``image_id`` (notebook 02); VOCError as theirs, or if sizes differ."""
     image, mask = load_image(root, image_id), load_mask(root, image_id)
     if image.shape[:2] != mask.shape:
         sizes = f"photo {image.shape[:2]} vs mask {mask.shape} (height, width)"
@@ -199,8 +197,7 @@ class Annotation:
 
 def load_annotation(root: PathLike, image_id: str) -> Annotation:
     """The boxes of ``image_id`` from ``root/Annotations/<id>.xml`` (notebook 09). VOCError naming
-    the id and file: missing (also a FileNotFoundError), malformed XML (line, column), a DOCTYPE,
-    a missing or non-numeric field, a filename not ``<id>.jpg``, an unknown class, a bad box."""
+    id and file: missing (a FileNotFoundError too), malformed XML, DOCTYPE, or a bad field."""
     path = Path(root) / "Annotations" / f"{_plain(image_id, 'image id')}.xml"
     where = f"annotation of image id {image_id!r} ({path})"
 
