@@ -9,12 +9,12 @@ indexed: reaching record ``i`` there means decompressing everything before it.
 """
 
 import bisect
+import contextlib
 import mmap
 import operator
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Self
 
 import numpy as np
 
@@ -28,14 +28,9 @@ _identity = operator.attrgetter("st_size", "st_ino")  # of os.stat: a changed or
 
 def build_index(path: str | os.PathLike) -> np.ndarray:
     """The ``n + 1`` record boundaries (int64) of a plain file: record ``i`` spans
-    ``[b[i], b[i + 1])``. Headers are checked, payloads skipped (the reads check them).
-
-    Raises:
-        ValueError: if the file is GZIP- or ZLIB-compressed (it cannot be indexed).
-        RecordError: for a damaged or cut header, a record running past the end or over
-            256 MiB (a read holds it whole).
-        FileNotFoundError: if the file does not exist.
-    """
+    ``[b[i], b[i + 1])``; headers checked, payloads not. ValueError for a GZIP or ZLIB file,
+    RecordError for a damaged or cut header or a record past the end or over 256 MiB,
+    FileNotFoundError."""
     path = Path(path)
     if compression := detect_compression(path):
         raise ValueError(
@@ -73,21 +68,16 @@ def _boundaries(path: Path, size: int) -> np.ndarray:
     return bounds
 
 
-class RecordView:
-    """Any record of one or several plain TFRecord files, by its number: ``view[i]``.
+class RecordView(contextlib.AbstractContextManager):
+    """Any record of one or several plain TFRecord files (numbered across ``paths``, in order)
+    by its number: ``view[i]`` a payload, ``view[[i, j]]`` a list (notebooks 04 and 05).
 
-    Records are numbered across ``paths`` in order. ``len(view)`` comes from each file's ``.index``
-    or one header walk; ``view[i]`` is a payload, ``view[[i, j]]`` (Grain's ``__getitems__``) a
-    list. Reads come from memory maps and check both CRCs; a file replaced or resized since the view
-    opened is a :class:`~helpers.records.RecordError` (every batch checks, single reads a file's 1st
-    and every 256th read), never wrong bytes (one cut short *during* a read can still kill the
-    process with SIGBUS). Memory: 8 bytes per record. A random-access source for Grain and a
-    map-style dataset for PyTorch, it pickles into their workers, which reopen the files. Shown in
-    notebooks 04 and 05. ``paths``: one file or a sequence of files; ``progress``: a progress bar
-    (``tqdm.auto``: a widget in Jupyter, else on stderr).
-
-    Raises:
-        ValueError, RecordError, FileNotFoundError: while indexing, as :func:`build_index`.
+    Files are indexed from their ``.index`` or by :func:`build_index` (a ``tqdm.auto`` bar if
+    ``progress``; raises as it does) and read from memory maps, both CRCs checked. A file
+    replaced or resized since then is a RecordError (every batch checks, single reads a file's
+    1st and every 256th read), never wrong bytes; one cut short *during* a read can still kill
+    the process with SIGBUS. Memory: 8 bytes per record. It pickles into Grain's and PyTorch's
+    workers, which reopen the files.
     """
 
     def __init__(self, paths: PathLike | Sequence[PathLike], progress: bool = False) -> None:
@@ -97,8 +87,7 @@ class RecordView:
         self._stats = [_identity(os.stat(p)) for p in self.paths]
         bar = tqdm(self.paths, "indexing", disable=not progress)
         bounds = [_boundaries(p, size) for p, (size, _) in zip(bar, self._stats, strict=True)]
-        self._first = np.cumsum([0] + [len(b) - 1 for b in bounds])  # first number per file
-        self._firsts = self._first.tolist()
+        self._firsts = np.cumsum([0] + [len(b) - 1 for b in bounds]).tolist()  # first per file
         # Every file's boundaries in one array: record g of file f spans positions g + f and
         # g + f + 1 (each file adds one closing boundary).
         self._bounds = np.concatenate(bounds) if bounds else np.zeros(0, np.int64)
@@ -112,8 +101,7 @@ class RecordView:
             self._maps.append(mapped)
         self._check_files(range(len(self.paths)))
 
-    def _check_files(self, files) -> None:
-        """RecordError for a file that another has replaced, or that changed size."""
+    def _check_files(self, files: Iterable[int]) -> None:  # replaced or resized: RecordError
         for file in files:
             path, (size, inode) = self.paths[file], self._stats[file]
             now = _identity(os.stat(path))
@@ -131,9 +119,8 @@ class RecordView:
         return int(self._bounds.nbytes)
 
     def __getitem__(self, key: int | Sequence[int]) -> bytes | list[bytes]:
-        """The payload of record ``key`` (an int), or a list of them (a sequence of ints).
-        IndexError for a number out of range, TypeError for another kind of key, RecordError
-        for a damaged record or a file that changed since the view opened."""
+        """The payload of record ``key``, or a list of them for a sequence of numbers. IndexError
+        out of range, TypeError for another key, RecordError as the class says."""
         if isinstance(key, (int, np.integer)):  # one record (Grain, PyTorch): no NumPy on the way
             number = int(key) + (len(self) if key < 0 else 0)
             if not 0 <= number < len(self):
@@ -152,14 +139,14 @@ class RecordView:
         return self.__getitems__(key)
 
     def __getitems__(self, numbers: Sequence[int]) -> list[bytes]:
-        """The payloads of ``numbers``, in the order given (what Grain and PyTorch call). NumPy
-        reads every header and stored CRC at once; then each payload is one slice and one CRC."""
+        """The payloads of ``numbers``, in order (Grain and PyTorch call it): every header and CRC
+        read by NumPy at once."""
         numbers, n = np.asarray(numbers, dtype=np.int64).reshape(-1), len(self)
         if numbers.size and not -n <= numbers.min() <= numbers.max() < n:
             bad = numbers[(numbers < -n) | (numbers >= n)][0]
             raise IndexError(f"record {bad} out of range: {n} records in {len(self.paths)} file(s)")
         numbers %= max(n, 1)
-        files = np.searchsorted(self._first, numbers, side="right") - 1
+        files = np.searchsorted(self._firsts, numbers, side="right") - 1
         used = np.flatnonzero(np.bincount(files)).tolist()
         self._check_files(used)
         starts, ends = self._bounds[numbers + files], self._bounds[numbers + files + 1]
@@ -172,8 +159,7 @@ class RecordView:
         return payloads.tolist()
 
     def _checked(self, file: int, number: int, start: int, end: int) -> bytes:
-        """The careful path, for a record that failed a fast check: check_header and
-        check_payload, to raise a RecordError that names why."""
+        """The careful check of a record that failed a fast one: its RecordError says why."""
         data, path, index = self._maps[file], self.paths[file], number - self._firsts[file]
         body = start + framing.HEADER_SIZE  # where the payload starts
         length = check_header(data[start:body], path, index, start)
@@ -195,9 +181,6 @@ class RecordView:
         for data in self._maps:
             if isinstance(data, mmap.mmap):
                 data.close()
-
-    def __enter__(self) -> Self:
-        return self
 
     def __exit__(self, *exc: object) -> None:
         self.close()
