@@ -250,7 +250,7 @@ c.Autograde.autograde_preprocessors = [IgnorePattern, ClearMetadataPreprocessor,
 """
 
 
-def _transplant(released, student) -> nbformat.NotebookNode:
+def transplant(released, student) -> nbformat.NotebookNode:
     """The released notebook with the outputs of the executed student copy.
 
     The released notebook is the student copy plus one solution cell per exercise that holds
@@ -302,7 +302,7 @@ def grade(path: Path, solved, student, course: Path) -> dict[str, list[tuple[flo
         warnings.simplefilter("ignore")
         _succeed("generate_assignment", api.generate_assignment(name, force=True))
         released = nbformat.read(course / "release" / name / path.name, as_version=4)
-        submissions = {"solved": solved_source, "student": _transplant(released, student)}
+        submissions = {"solved": solved_source, "student": transplant(released, student)}
         for student_id, nb in submissions.items():
             (course / "submitted" / student_id / name).mkdir(parents=True)
             nbformat.write(nb, course / "submitted" / student_id / name / path.name)

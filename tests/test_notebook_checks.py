@@ -98,11 +98,11 @@ def test_outputs_go_to_the_released_notebook_only_where_the_cells_match():
     released = nbformat.v4.new_notebook(cells=[cells[0], solution, cells[1]])
     student = nbformat.v4.new_notebook(cells=[c.copy() for c in cells])
     student.cells[1].outputs = [nbformat.v4.new_output("stream", text="1\n")]
-    graded = nc._transplant(released, student)
+    graded = nc.transplant(released, student)
     assert [c.outputs for c in graded.cells] == [[], [], student.cells[1].outputs]
     student.cells[1].source = "print(x + 1)"
     with pytest.raises(ValueError, match="released and student copies differ"):
-        nc._transplant(released, student)
+        nc.transplant(released, student)
 
 
 def exercise_notebook(path: Path, exercises: int = 2) -> Path:
