@@ -77,9 +77,8 @@ def _inspect(args: argparse.Namespace) -> int:
         summary = describe_file(path, compression)
         _say(format_summary(summary))
         if args.show is not None and args.show >= summary.num_records:
-            _complain(
-                f"{path}: --show {args.show}: the file has only {summary.num_records} records"
-            )
+            only = f"the file has only {summary.num_records} records"
+            _complain(f"{path}: --show {args.show}: {only}")
             return False
         if args.show is not None:
             payload = next(itertools.islice(iter_records(path, compression), args.show, None))
