@@ -62,14 +62,20 @@ class _RecordFile:
 
     def flush(self) -> None:
         data = b"".join(self.parts)
-        self.file.write(self.deflate.compress(data) if self.deflate else data)
+        self.put(self.deflate.compress(data) if self.deflate else data)
         self.parts, self.held = [], 0
+
+    def put(self, data: bytes) -> None:
+        """Write all of ``data``: an unbuffered write may take less than it is given."""
+        view = memoryview(data)
+        while view:
+            view = view[self.file.write(view) :]
 
     def finish(self) -> None:
         """Write what is left, sync the file: the data is on disk before a name points at it."""
         self.flush()
         if self.deflate:
-            self.file.write(self.deflate.flush())
+            self.put(self.deflate.flush())
         os.fsync(self.file.fileno())
         self.file.close()
         if self.sizes is not None:

@@ -91,6 +91,44 @@ def test_large_records_round_trip_with_default_buffers(tmp_path, compression):
     assert list(iter_records(path, compression)) == payloads
 
 
+class ShortWrites:
+    """An unbuffered file whose every write takes at most 1,000 bytes, as a write to a nearly
+    full disk or of more than 2 GiB may: the writer must write the rest itself."""
+
+    def __init__(self, path, mode, buffering=-1):
+        self.file = open(path, mode, buffering=buffering)
+        self.calls = 0
+
+    def write(self, data):
+        self.calls += 1
+        return self.file.write(bytes(data[:1000]))
+
+    def fileno(self):
+        return self.file.fileno()
+
+    def close(self):
+        self.file.close()
+
+
+@pytest.mark.parametrize("compression", COMPRESSIONS)
+def test_a_short_write_is_followed_by_the_rest(tmp_path, monkeypatch, compression):
+    import helpers.records
+
+    opened = []
+
+    def short_open(*args, **kwargs):
+        opened.append(ShortWrites(*args, **kwargs))
+        return opened[-1]
+
+    monkeypatch.setattr(helpers.records, "open", short_open, raising=False)
+    payloads = payloads_of([5000, 3, 20_000], seed=2)
+    path = tmp_path / "short.tfrecord"
+    write_records(path, payloads, compression)
+    monkeypatch.undo()
+    assert opened and opened[0].calls > 3  # the writes were really cut short
+    assert list(iter_records(path, compression)) == payloads
+
+
 def test_an_empty_file_holds_zero_records(tmp_path):
     path = tmp_path / "empty.tfrecord"
     assert write_records(path, []) == 0
