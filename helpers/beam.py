@@ -46,7 +46,7 @@ def _write_shard(group: tuple[int, Iterable[tuple[int, bytes]]], temps: list[str
 
 
 def _pipeline_options(beam_options: list[str], verbose: bool):
-    """Beam's options: the local runner, one worker process per core, then ``beam_options``."""
+    """The local runner, one worker process per core, then ``beam_options``."""
     from apache_beam.options.pipeline_options import PipelineOptions
 
     # FnApiRunner by name: DirectRunner 2.77 would first try Prism, a download from GitHub
@@ -71,8 +71,7 @@ def _pipeline_options(beam_options: list[str], verbose: bool):
 
 
 class _Options(TypedDict, total=False):
-    """The options :func:`convert_with_beam` shares with ``convert_split``, which has their
-    defaults."""
+    """The options :func:`convert_with_beam` shares with ``convert_split`` (its defaults)."""
 
     num_shards: int
     encoding: str
@@ -92,13 +91,9 @@ def convert_with_beam(
     timeout: float | None = 3600,
     **options: Unpack[_Options],
 ) -> list[Path]:
-    """Convert one split into TFRecord shards with an Apache Beam pipeline; return their paths.
-
-    The files of :func:`helpers.voc_records.convert_split` with the same ``options``, byte for
-    byte (notebook 08; ``python -m helpers convert-voc --engine beam``): ``Create`` the numbered
-    ids of ``split_order``; ``record_payload`` keyed by shard and place; ``GroupByKey``; each
-    shard sorted into a temporary file (in one worker's memory meanwhile); all committed
-    together (with ``.index`` files if ``index``), so a bad image leaves nothing behind.
+    """Write :func:`helpers.voc_records.convert_split`'s shards with the same ``options``, byte
+    for byte, by an Apache Beam pipeline; return their paths (notebook 08; ``convert-voc
+    --engine beam``). Each shard is sorted in one worker's memory, all committed together.
 
     Beam runs in a process of its own: its FnApiRunner, one worker process per core, unless
     ``beam_options`` (``["--runner=FlinkRunner", ...]``) say otherwise; its logging shows only if
@@ -126,9 +121,7 @@ def convert_with_beam(
             "options": list(beam_options),
             "verbose": verbose,
             "ids": ids,
-            "root": str(voc_root),
-            "task": task,
-            "encoding": encoding,
+            "payload": [str(voc_root), task, encoding, num_shards],  # _keyed_payload's arguments
             "temps": [str(t) for t in temps],
             "compression": compression,
         }
@@ -152,10 +145,8 @@ _CHILD = "import helpers.beam as b; b._child()"  # what the pipeline's process r
 
 
 def _run_in_child(job: dict, verbose: bool, timeout: float | None = None) -> None:
-    """Run the pipeline in a fresh Python process; raise what went wrong there, here. That keeps
-    Beam's state, logging and workers from the caller (in IPython Beam turns interactive; its
-    workers write to descriptor 2, which a cell shows, unless quiet). It and its workers are one
-    process group, all stopped after ``timeout`` seconds."""
+    """Run the pipeline in a fresh process group (Beam's state, logging and workers kept from
+    the caller, e.g. IPython); raise what went wrong there, here."""
     env = {**os.environ, **{k: os.environ.get(k) or v for k, v in QUIET_ENVIRONMENT.items()}}
     with subprocess.Popen(
         [sys.executable, "-c", _CHILD],
@@ -190,12 +181,11 @@ def _child() -> None:
     try:
         import apache_beam as beam
 
-        args = job["root"], job["task"], job["encoding"], len(job["temps"])
         with beam.Pipeline(options=_pipeline_options(job["options"], job["verbose"])) as pipeline:
             _ = (
                 pipeline
                 | "Number the ids" >> beam.Create(list(enumerate(job["ids"])))
-                | "Serialize" >> beam.Map(_keyed_payload, *args)
+                | "Serialize" >> beam.Map(_keyed_payload, *job["payload"])
                 | "Group by shard" >> beam.GroupByKey()
                 | "Write shards" >> beam.Map(_write_shard, job["temps"], job["compression"])
             )

@@ -25,13 +25,9 @@ if TYPE_CHECKING:  # TensorFlow is imported only when a dataset is made
 
 
 def permutation(num_records: int, seed: int, epoch: int = 0) -> np.ndarray:
-    """A uniformly random permutation of ``0 .. num_records - 1`` as int64 (notebook 04).
-
-    The same ``(seed, epoch)`` gives the same permutation, any other pair an independent one
-    (``default_rng([seed, epoch])``): pass a new ``epoch`` for each pass over the data.
-    TypeError for an argument that is not an int (``None`` included; NumPy ints are fine),
-    ValueError for a negative one.
-    """
+    """A uniformly random permutation of ``0 .. num_records - 1`` as int64 (notebook 04), the
+    same for the same ``(seed, epoch)`` (``default_rng([seed, epoch])``): a new ``epoch`` per
+    pass. TypeError for an argument not an int (``None`` too), ValueError for a negative one."""
     num_records = check_int(num_records, "num_records", minimum=0)
     rng = np.random.default_rng([check_seed(seed), check_int(epoch, "epoch", minimum=0)])
     return rng.permutation(num_records).astype(np.int64, copy=False)
@@ -45,24 +41,16 @@ def global_shuffle_dataset(
     parallel_reads: int | None = None,
     batch_size: int | None = None,
 ) -> tf.data.Dataset:
-    """A ``tf.data.Dataset`` of every record of ``files``, in a uniformly random order.
+    """A ``tf.data.Dataset`` of every record of ``files`` (scalar ``tf.string``), pass ``k`` in
+    the order of ``permutation(n, seed, epoch=k)`` (``epoch=0`` without reshuffling).
 
-    Pass ``k`` yields every record once, in the order of ``permutation(n, seed, epoch=k)``
-    (``epoch=0`` always without reshuffling), as scalar ``tf.string`` tensors. Slices of
-    ``read_batch`` numbers are read with :class:`~helpers.index.RecordView` in ``tf.numpy_function``
-    (``parallel_reads`` at a time, ``None``: AUTOTUNE; order kept). Memory: 16 bytes per record
-    (index and permutation), never the data. The cardinality is known: Keras shows a total. With
-    ``batch_size``, elements are vectors of that many records (the last may be shorter) for
-    ``tf.io.parse_example``; a slice is whole batches then, at most 1 MiB unless one batch is more.
-    ``benchmarks/bench_shuffle.py`` times it.
-
-    Raises:
-        TypeError: for a ``seed``, ``read_batch``, ``parallel_reads`` or ``batch_size`` not an int.
-        ValueError: for a negative seed, a ``read_batch``, ``parallel_reads`` or ``batch_size``
-            below 1, or a GZIP/ZLIB file (it cannot be indexed).
-        RecordError: while indexing, for a damaged header (file, record, byte offset).
-        tf.errors.InvalidArgumentError: while iterating, for a damaged record (the
-            message holds the RecordError's: file, record index, byte offset).
+    Slices of ``read_batch`` numbers are read by :class:`~helpers.index.RecordView` in
+    ``tf.numpy_function``, ``parallel_reads`` at a time (``None``: AUTOTUNE). Memory: 16 bytes
+    per record. The cardinality is known. With ``batch_size``, elements are vectors of that many
+    records (the last may be shorter) and a slice is whole batches, at most 1 MiB unless one
+    batch is more. TypeError or ValueError for an argument not an int or below 1 (a seed below
+    0) or a GZIP/ZLIB file; RecordError for a damaged header; tf.errors.InvalidArgumentError
+    while iterating for a damaged record (with the RecordError's file, record and offset).
     """
     import tensorflow as tf
 
