@@ -1,11 +1,8 @@
 """Output files: their names, and a commit that puts them in place whole and all together.
 
-Each file is written under a hidden temporary name next to it (:func:`temp_path`) and synced;
-:func:`commit` renames them into place under the folder's lock. For several files it first
-publishes a journal of the renames, synced before it gets its name: a writer killed during the
-renames leaves it, and the next write into the folder redoes them. A journal that is not whole
-(a power cut before its sync) was published by no commit: it is dropped, and the temporary
-files are removed as those of any writer that died (their names carry its process id).
+Each file is written and synced under a hidden temporary name carrying the writer's process
+id; :func:`commit` renames them under the folder's lock, after a synced journal of the renames
+when there are several, which the next write into the folder redoes if a kill cut them short.
 """
 
 import contextlib

@@ -92,17 +92,11 @@ def convert_with_beam(
     **options: Unpack[_Options],
 ) -> list[Path]:
     """Write :func:`helpers.voc_records.convert_split`'s shards with the same ``options``, byte
-    for byte, by an Apache Beam pipeline; return their paths (notebook 08; ``convert-voc
-    --engine beam``). Each shard is sorted in one worker's memory, all committed together.
-
-    Beam runs in a process of its own: its FnApiRunner, one worker process per core, unless
-    ``beam_options`` (``["--runner=FlinkRunner", ...]``) say otherwise; its logging shows only if
-    ``verbose``; it is stopped after ``timeout`` seconds (``None``: never). Every worker must see
-    the folders (a shared mount on a cluster). Raises FileExistsError, helpers.voc.VOCError,
-    TypeError, ValueError as ``convert_split`` (all but a bad pair's before Beam starts),
-    ValueError for a bad Beam option, RuntimeError if the pipeline fails otherwise (Beam's
-    message), TimeoutError after ``timeout`` seconds.
-    """
+    for byte, by an Apache Beam pipeline in a process of its own (notebook 08; ``convert-voc
+    --engine beam``); return their paths. FnApiRunner, a worker per core, unless ``beam_options``
+    say otherwise (``["--runner=FlinkRunner", ...]``); every worker must see the folders. Raises
+    as ``convert_split`` (all but a bad pair's errors before Beam starts), ValueError for a bad
+    Beam option, RuntimeError if the pipeline fails (``verbose``: Beam's log), TimeoutError."""
     bound = inspect.signature(convert_split).bind(voc_root, split, out_prefix, **options)
     bound.apply_defaults()
     num_shards, encoding, compression, overwrite, shuffle_seed, task, index = (

@@ -1,11 +1,6 @@
-"""Random access to the records of plain TFRecord files, through an index of byte offsets.
-
-A TFRecord file has no table of contents: reaching record ``i`` means walking the headers
-before it (notebook 04, "Index the files"). :func:`build_index` does that walk;
-``write_sharded(..., index=True)`` saves it beside each shard as ``<shard>.index``, one
-``start length`` line per record (``tfrecord2idx``'s format, so the ``tfrecord`` package reads
-ours). :class:`RecordView` hands out any record by its number. GZIP and ZLIB files cannot be
-indexed: reaching record ``i`` there means decompressing everything before it.
+"""Random access to the records of plain TFRecord files (notebook 04, "Index the files"):
+:func:`build_index` walks the headers, ``write_sharded(..., index=True)`` saves the walk as
+``<shard>.index`` (``tfrecord2idx``'s format), :class:`RecordView` reads any record by number.
 """
 
 import bisect
@@ -72,13 +67,10 @@ class RecordView(contextlib.AbstractContextManager):
     """Any record of one or several plain TFRecord files (numbered across ``paths``, in order)
     by its number: ``view[i]`` a payload, ``view[[i, j]]`` a list (notebooks 04 and 05).
 
-    Files are indexed from their ``.index`` or by :func:`build_index` (a ``tqdm.auto`` bar if
-    ``progress``; raises as it does) and read from memory maps, both CRCs checked. A file
-    replaced or resized since then is a RecordError (every batch checks, single reads a file's
-    1st and every 256th read), never wrong bytes; one cut short *during* a read can still kill
-    the process with SIGBUS. Memory: 8 bytes per record. It pickles into Grain's and PyTorch's
-    workers, which reopen the files.
-    """
+    Indexed from each ``.index`` or by :func:`build_index` (raises as it does), read from memory
+    maps with both CRCs checked. A file replaced or resized since is a RecordError (checked by
+    every batch, and a file's 1st and every 256th single read); one cut short *during* a read can
+    still kill the process with SIGBUS. Pickles into Grain's and PyTorch's worker processes."""
 
     def __init__(self, paths: PathLike | Sequence[PathLike], progress: bool = False) -> None:
         from tqdm.auto import tqdm

@@ -1,17 +1,6 @@
-"""The TFRecord file format in pure Python: write, read and verify records.
-
-A TFRecord file is a sequence of records, each laid out as::
-
-    uint64 length          little-endian, the payload size in bytes
-    uint32 masked_crc32c(length bytes)
-    bytes  payload         `length` bytes (usually a serialized tf.train.Example)
-    uint32 masked_crc32c(payload)
-
-Notebook 02 writes such files with ``tf.io.TFRecordWriter``, notebook 06 takes one apart.
-Files are plain, ``"GZIP"`` or ``"ZLIB"``, as TensorFlow writes them. Damage raises
-:class:`RecordError` (file, record, byte offset), from :func:`check_header` and
-:func:`check_payload`: the one framing check, in ``helpers._framing``, which every reader here
-and in :mod:`helpers.index` uses.
+"""TFRecord files in pure Python: write, read and verify them, plain, ``"GZIP"`` or ``"ZLIB"``
+as TensorFlow writes them (notebooks 02 and 06). A record's layout and the one check of it
+(:func:`check_header`, :func:`check_payload`, :class:`RecordError`) live in ``helpers._framing``.
 """
 
 import contextlib
@@ -29,8 +18,6 @@ from helpers._checks import check_compression, check_int
 from helpers._commit import commit, prepare, shard_paths, staged_index, temp_path
 from helpers._framing import RecordError, check_header, check_payload, masked_crc32c  # noqa: F401
 from helpers._magic import MAGIC, looks_like_zlib
-
-# Notebooks 04 and 06 take masked_crc32c from here.
 
 _WBITS = {"GZIP": 31, "ZLIB": 15}  # zlib's wbits; TensorFlow uses memLevel 9 for both
 
@@ -144,14 +131,10 @@ def write_sharded(
 ) -> list[Path]:
     """Write ``payloads`` into ``num_shards`` TFRecord files; return their paths.
 
-    Record ``i`` goes to shard ``i % num_shards`` (notebook 02, "Make it sturdy"). Names are
-    checked before anything is read. The shards are committed together at the end: an error
-    while writing leaves the files as they were and no temporary file; a kill during the
-    renames is finished by the next helpers write into the folder, with a warning. Of two
-    writers to one prefix the last to commit wins, whole. With ``index`` (plain files) each
-    shard's ``.index`` is committed with it (:class:`helpers.index.RecordView`, notebook 04).
-    Raises FileExistsError if a shard exists and not ``overwrite`` (nothing is read); else as
-    :func:`write_records`, or a bad ``num_shards``.
+    Record ``i`` goes to shard ``i % num_shards`` (notebook 02, "Make it sturdy"); the shards,
+    and with ``index`` each one's ``.index`` (notebook 04), are committed together at the end
+    (``helpers._commit``). Raises FileExistsError if a shard exists and not ``overwrite``
+    (nothing is read); else as :func:`write_records`, or a bad ``num_shards``.
     """
     paths = shard_paths(prefix, num_shards, compression, index)
     _write_all(paths, payloads, check_compression(compression), overwrite, index)
@@ -224,15 +207,11 @@ def iter_records(
     offsets: bool = False,
     max_record_bytes: int | None = None,
 ) -> Iterator[bytes] | Iterator[tuple[int, bytes]]:
-    """Yield the payload of every record in a TFRecord file, checking both CRCs.
-
-    Plain Python (notebook 02, "Read the records in plain Python"; ``python -m benchmarks
-    records`` times it against TensorFlow). With ``offsets=True`` yield ``(offset, payload)``,
-    where the header starts in the (uncompressed) stream (notebook 06). A record over
-    ``max_record_bytes`` (default 256 MiB) is refused unread. Raises RecordError at the first
-    damaged or too long record, ValueError for an unknown ``compression``, FileNotFoundError if
-    there is no file.
-    """
+    """Yield the payload of every record, both CRCs checked (notebook 02, "Read the records in
+    plain Python"); with ``offsets=True``, ``(offset in the uncompressed stream, payload)``
+    (notebook 06). A record over ``max_record_bytes`` (default 256 MiB) is refused unread.
+    Raises RecordError at the first damaged or too long record, ValueError for an unknown
+    ``compression``, FileNotFoundError if there is no file."""
     limit = framing.MAX_RECORD_BYTES if max_record_bytes is None else max_record_bytes
     limit = check_int(limit, "max_record_bytes", minimum=0)
     records = _records(Path(path), check_compression(compression), limit)

@@ -1,10 +1,5 @@
-"""A uniform global shuffle of TFRecord files: a seeded permutation, read by random access.
-
-``dataset.shuffle(buffer_size)`` mixes only what sits in its buffer, so on sorted files a small
-buffer keeps much of the input order. Notebook 04 measures that bias and builds the fix: shuffle
-record *numbers*, then load each record through :class:`helpers.index.RecordView`.
-:func:`permutation` is the one seeded permutation (notebooks 04, 05, 10), and
-:func:`global_shuffle_dataset` the same as a ``tf.data.Dataset`` (TensorFlow is imported then).
+"""A uniform global shuffle of TFRecord files: shuffle record *numbers*, then read each record
+by random access (notebook 04 measures the bias of a small shuffle buffer and builds this fix).
 """
 
 from __future__ import annotations
