@@ -37,10 +37,9 @@ def build_index(path: str | os.PathLike) -> np.ndarray:
     starts, offset = [], 0
     with open(path, "rb", buffering=1 << 16) as stream:
         while offset < size:
+            header = stream.read(framing.HEADER_SIZE)
             where = (path, len(starts), offset)
-            length = check_header(
-                stream.read(framing.HEADER_SIZE), *where, framing.MAX_RECORD_BYTES
-            )
+            length = check_header(header, *where, framing.MAX_RECORD_BYTES)
             framing.check_size(size - offset - framing.HEADER_SIZE, length, *where)
             starts.append(offset)
             offset += framing.FRAME_SIZE + length
@@ -137,7 +136,7 @@ class RecordView(contextlib.AbstractContextManager):
         if numbers.size and not -n <= numbers.min() <= numbers.max() < n:
             bad = numbers[(numbers < -n) | (numbers >= n)][0]
             raise IndexError(f"record {bad} out of range: {n} records in {len(self.paths)} file(s)")
-        numbers %= max(n, 1)
+        numbers = numbers % max(n, 1)  # a new array: the caller's stays as it was
         files = np.searchsorted(self._firsts, numbers, side="right") - 1
         used = np.flatnonzero(np.bincount(files)).tolist()
         self._check_files(used)

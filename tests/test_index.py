@@ -392,6 +392,10 @@ def test_the_first_and_last_records_read_by_positive_and_negative_numbers(tmp_pa
             view[[-n, n]]
         with pytest.raises(IndexError, match=f"^record {-n - 1} out of range"):
             view[-n - 1]
+        # A caller's array of numbers is read, never rewritten (negative numbers included).
+        asked = np.array([-1, 0, -n], dtype=np.int64)
+        assert view[asked] == [PAYLOADS[n - 1], PAYLOADS[0], PAYLOADS[0]]
+        assert asked.tolist() == [-1, 0, -n]
     one = tmp_path / "one.tfrecord"
     write_records(one, [b"only"])
     with RecordView(one) as view:
