@@ -97,7 +97,8 @@ def convert_with_beam(
     say otherwise (``["--runner=FlinkRunner", ...]``); every worker must see the folders. Raises
     as ``convert_split`` (all but a bad pair's errors before Beam starts), ValueError for a bad
     Beam option, RuntimeError if the pipeline fails (``verbose``: Beam's log), TimeoutError."""
-    bound = inspect.signature(convert_split).bind(voc_root, split, out_prefix, **options)
+    signature = inspect.signature(convert_split)  # its defaults; progress=... is a TypeError
+    bound = signature.bind(voc_root, split, out_prefix, progress=False, **options)
     bound.apply_defaults()
     num_shards, encoding, compression, overwrite, shuffle_seed, task, index = (
         bound.arguments[name] for name in _Options.__annotations__

@@ -128,6 +128,7 @@ def test_existing_shards_are_kept_and_refused_before_beam_starts(tmp_path):
         ({"compression": "gzip"}, ValueError, "compression must be"),
         ({"shuffle_seed": -1}, ValueError, "seed must be at least 0"),
         ({"beam_options": "--runner=FlinkRunner"}, TypeError, "list of strings"),
+        ({"progress": False}, TypeError, "progress"),  # convert_split's, not Beam's
         ({"split": "nosuch"}, voc.VOCError, "no split 'nosuch'"),
     ],
 )
