@@ -3,7 +3,7 @@
 `make test` executes every notebook twice, and only twice:
 
 * as committed, by nbval, which compares every text output with the stored one;
-* as its student copy (scripts/classroom.py: no solution cells), in a kernel of our own.
+* as its student copy (scripts/classroom.py: no Solutions section), in a kernel of our own.
 
 Every other notebook check reuses those two runs instead of executing again:
 
@@ -11,8 +11,9 @@ Every other notebook check reuses those two runs instead of executing again:
   nbval's run drew, within ``FIGURE_RMS_TOLERANCE`` (see there for why a tolerance);
 * student copy: it has no solutions, and runs top to bottom failing only in its check
   cells, each with its own exercise's message;
-* grading: nbgrader, with execution switched off, grades nbval's run full marks and the
-  student run zero, for every notebook;
+* grading: nbgrader, with execution switched off, grades nbval's run full marks (each check
+  with the outputs of its call after the solution) and the student run zero, for every
+  notebook;
 * probes: after the student copy has run, its kernel draws a figure again with one thing
   changed (``PROBES``), which the figure check must report. This proves the check can fail
   without executing a notebook a third time.
@@ -209,8 +210,8 @@ def student_copy_problems(path: Path, executed) -> list[str]:
     solutions = [c.source for c in original.cells if "solution" in tags(c)]
     student = classroom.student_copy(path)
     problems = []
-    if [c for c in student.cells if "solution" in tags(c)]:
-        problems.append("a cell tagged solution is left in the student copy")
+    if [c for c in student.cells if {"solution", "solution-check"} & set(tags(c))]:
+        problems.append("a cell tagged solution or solution-check is left in the student copy")
     sources = [c.source for c in student.cells]
     if [s for s in solutions if s in sources]:
         problems.append("solution code is left in the student copy")
@@ -220,18 +221,18 @@ def student_copy_problems(path: Path, executed) -> list[str]:
     if any(c.outputs for c in checks):
         problems.append("check cells must have their outputs cleared")
     failures = [
-        (tags(cell), output.ename, output.evalue.split(":")[0])
+        ("check" in tags(cell), output.ename, output.evalue.split(":")[0])
         for cell in executed.cells
-        if cell.cell_type == "code" and "raises-exception" not in tags(cell)
+        if cell.cell_type == "code"
         for output in cell.get("outputs", [])
         if output.output_type == "error"
     ]
     expected = [
-        (["check"], "AssertionError", f"Exercise {n} is not solved yet")
+        (True, "AssertionError", f"Exercise {n} is not solved yet")
         for n in range(1, len(checks) + 1)
     ]
     if failures != expected:
-        problems.append(f"errors {failures}, expected exactly {expected}")
+        problems.append(f"errors (in a check?, name, message) {failures}, expected {expected}")
     return problems
 
 
@@ -253,11 +254,12 @@ c.Autograde.autograde_preprocessors = [IgnorePattern, ClearMetadataPreprocessor,
 def transplant(released, student) -> nbformat.NotebookNode:
     """The released notebook with the outputs of the executed student copy.
 
-    The released notebook is the student copy plus one solution cell per exercise that holds
-    only a comment (nbgrader's code stub): running it prints nothing, so it gets no outputs.
+    The released notebook is the student copy without its note in place of the Solutions,
+    plus one solution cell per exercise that holds only a comment (nbgrader's code stub):
+    running it prints nothing, so it gets no outputs.
     """
     released = copy.deepcopy(released)
-    rest = iter(student.cells)
+    rest = iter([c for c in student.cells if c.source != classroom.STUDENT_NOTE])
     for cell in released.cells:
         if cell.metadata.get("nbgrader", {}).get("solution") and cell.cell_type == "code":
             cell.outputs, cell.execution_count = [], None
@@ -268,6 +270,24 @@ def transplant(released, student) -> nbformat.NotebookNode:
         if cell.cell_type == "code":
             cell.outputs, cell.execution_count = ran.outputs, ran.execution_count
     return released
+
+
+def solved_submission(source, solved) -> nbformat.NotebookNode:
+    """The nbgrader source notebook with the outputs of the run of the notebook as committed.
+
+    Cells are matched by id. A check gets the outputs of its exercise's solution-check (the
+    same ``check_exercise_N()``, called after the solution ran), not those of its first call
+    on the stub.
+    """
+    outputs = {cell.id: cell for cell in solved.cells if cell.cell_type == "code"}
+    for exercise in classroom.exercises(solved):
+        outputs[solved.cells[exercise.check].id] = solved.cells[exercise.solution_check]
+    submission = copy.deepcopy(source)
+    for cell in submission.cells:
+        if cell.cell_type == "code":
+            ran = outputs[cell.id]
+            cell.outputs, cell.execution_count = ran.outputs, ran.execution_count
+    return submission
 
 
 def grade(path: Path, solved, student, course: Path) -> dict[str, list[tuple[float, float]]]:
@@ -292,10 +312,7 @@ def grade(path: Path, solved, student, course: Path) -> dict[str, list[tuple[flo
     config.CourseDirectory.root = str(course)
     source = classroom.assignment_source(path)
     nbformat.write(source, course / "source" / name / path.name)
-    solved_source = copy.deepcopy(source)
-    for cell, ran in zip(solved_source.cells, solved.cells, strict=True):
-        if cell.cell_type == "code":
-            cell.outputs, cell.execution_count = ran.outputs, ran.execution_count
+    solved_source = solved_submission(source, solved)
 
     api = NbGraderAPI(config=config)
     with warnings.catch_warnings():  # nbgrader's own use of SQLAlchemy warns; nothing to do here

@@ -106,19 +106,35 @@ def test_outputs_go_to_the_released_notebook_only_where_the_cells_match():
 
 
 def exercise_notebook(path: Path, exercises: int = 2) -> Path:
-    """A notebook with ``exercises`` exercises (stub, solution, check), written to ``path``."""
-    cells = [nbformat.v4.new_code_cell("x = 1")]
+    """A notebook with ``exercises`` exercises laid out as scripts/classroom.py says (stub and
+    check under Exercises; solution and solution-check under Solutions), written to ``path``."""
+    markdown, code = nbformat.v4.new_markdown_cell, nbformat.v4.new_code_cell
+    cells = [code("x = 1"), markdown("## Exercises")]
+    for n in range(1, exercises + 1):
+        check = (
+            f"def check_exercise_{n}():\n"
+            f'    assert answer_{n} == {n}, "Exercise {n} is not solved yet: answer_{n}"\n\n\n'
+            f"check_exercise_{n}()"
+        )
+        cells += [
+            markdown(f"**{n}.** Set `answer_{n}`."),
+            code(f"answer_{n} = None"),
+            code(check, metadata={"tags": ["check", "raises-exception"]}),
+        ]
+    cells += [markdown("## Key points"), markdown("## Solutions")]
     for n in range(1, exercises + 1):
         cells += [
-            nbformat.v4.new_code_cell(f"answer_{n} = None"),
-            nbformat.v4.new_code_cell(f"answer_{n} = {n}", metadata={"tags": ["solution"]}),
-            nbformat.v4.new_code_cell(
-                f'assert answer_{n} == {n}, "Exercise {n} is not solved yet: answer_{n}"',
-                metadata={"tags": ["check"]},
-            ),
+            markdown(f"**Exercise {n}.**"),
+            code(f"answer_{n} = {n}", metadata={"tags": ["solution"]}),
+            code(f"check_exercise_{n}()", metadata={"tags": ["solution-check"]}),
         ]
+    cells.append(markdown("Next: [02](02_next.ipynb)"))
     nbformat.write(nbformat.v4.new_notebook(cells=cells), path)
     return path
+
+
+def error(ename: str, evalue: str) -> nbformat.NotebookNode:
+    return nbformat.v4.new_output("error", ename=ename, evalue=evalue, traceback=[])
 
 
 def run_of_student_copy(
@@ -130,15 +146,81 @@ def run_of_student_copy(
     code = [c for c in nb.cells if c.cell_type == "code"]
     checks = [c for c in code if "check" in nc.tags(c)]
     for n in failing_checks:
-        message = f"Exercise {n} is not solved yet: answer_{n}"
-        checks[n - 1].outputs = [
-            nbformat.v4.new_output("error", ename="AssertionError", evalue=message, traceback=[])
-        ]
+        checks[n - 1].outputs = [error("AssertionError", f"Exercise {n} is not solved yet: a_{n}")]
     for index in other_errors:
-        code[index].outputs = [
-            nbformat.v4.new_output("error", ename="ValueError", evalue="bad: value", traceback=[])
-        ]
+        code[index].outputs = [error("ValueError", "bad: value")]
     return nb
+
+
+def test_a_student_copy_has_no_solutions_and_no_outputs_of_stubs_and_checks(tmp_path):
+    path = exercise_notebook(tmp_path / "01_exercises.ipynb")
+    nb = nbformat.read(path, as_version=4)
+    for cell in nb.cells:
+        if cell.cell_type == "code":
+            cell.outputs = [nbformat.v4.new_output("stream", text="ran\n")]
+    nbformat.write(nb, path)
+    student = nc.classroom.student_copy(path)
+    assert [c.source for c in student.cells[-2:]] == [
+        nc.classroom.STUDENT_NOTE,
+        "Next: [02](02_next.ipynb)",
+    ]
+    assert not [
+        c for c in student.cells if c.source.startswith("answer_") and "= None" not in c.source
+    ]
+    outputs = [bool(c.outputs) for c in student.cells if c.cell_type == "code"]
+    assert outputs == [True, False, False, False, False]  # only the first cell keeps its output
+
+
+def test_the_nbgrader_source_puts_each_solution_between_its_stub_and_its_check(tmp_path):
+    path = exercise_notebook(tmp_path / "01_exercises.ipynb")
+    source = nc.classroom.assignment_source(path)
+    code = [c for c in source.cells if c.cell_type == "code"]
+    assert [c.source.splitlines()[0] for c in code] == [
+        "x = 1",
+        "answer_1 = None",
+        "### BEGIN SOLUTION",
+        "def check_exercise_1():",
+        "answer_2 = None",
+        "### BEGIN SOLUTION",
+        "def check_exercise_2():",
+    ]
+    grading = [c.metadata.get("nbgrader", {}).get("grade_id") for c in code]
+    assert grading == [None, None, "exercise-1-solution", "exercise-1-check"] + [
+        None,
+        "exercise-2-solution",
+        "exercise-2-check",
+    ]
+    assert "## Solutions" not in "".join(c.source for c in source.cells)
+
+
+def test_a_solved_submission_gives_each_check_the_outputs_of_its_call_after_the_solution(tmp_path):
+    path = exercise_notebook(tmp_path / "01_exercises.ipynb")
+    ran = nbformat.read(path, as_version=4)
+    for exercise in nc.classroom.exercises(ran):
+        ran.cells[exercise.check].outputs = [error("AssertionError", "not solved yet")]
+        ran.cells[exercise.solution_check].outputs = [
+            nbformat.v4.new_output("stream", text=f"exercise {exercise.number} solved\n")
+        ]
+    submission = nc.solved_submission(nc.classroom.assignment_source(path), ran)
+    graded = [c for c in submission.cells if "nbgrader" in c.metadata and c.metadata.nbgrader.grade]
+    assert [c.outputs[0].text for c in graded] == ["exercise 1 solved\n", "exercise 2 solved\n"]
+
+
+@pytest.mark.parametrize(
+    "change, message",
+    [
+        (lambda cells: cells[4].metadata.update(tags=["check"]), "tagged raises-exception"),
+        (lambda cells: cells[3].metadata.update(tags=["note"]), "follow an untagged stub"),
+        (lambda cells: cells[-6].metadata.update(tags=[]), "is not tagged solution"),
+        (lambda cells: setattr(cells[-5], "source", "check_exercise_2()"), "check_exercise_1"),
+        (lambda cells: cells.pop(-5), "2 checks under Exercises, 3 code cells under Solutions"),
+    ],
+)
+def test_an_exercise_out_of_its_layout_is_refused(tmp_path, change, message):
+    nb = nbformat.read(exercise_notebook(tmp_path / "01_exercises.ipynb"), as_version=4)
+    change(nb.cells)
+    with pytest.raises(ValueError, match=message):
+        nc.classroom.exercises(nb)
 
 
 def test_a_student_copy_that_fails_only_in_its_checks_passes(tmp_path):
@@ -149,16 +231,17 @@ def test_a_student_copy_that_fails_only_in_its_checks_passes(tmp_path):
 def test_a_check_that_passes_on_the_stub_or_another_error_is_reported(tmp_path):
     path = exercise_notebook(tmp_path / "01_exercises.ipynb")
     expected = [
-        (["check"], "AssertionError", "Exercise 1 is not solved yet"),
-        (["check"], "AssertionError", "Exercise 2 is not solved yet"),
+        (True, "AssertionError", "Exercise 1 is not solved yet"),
+        (True, "AssertionError", "Exercise 2 is not solved yet"),
     ]
     passing = run_of_student_copy(path, failing_checks=(1,))  # check 2 passes on its stub
     assert nc.student_copy_problems(path, passing) == [
-        f"errors {expected[:1]}, expected exactly {expected}"
+        f"errors (in a check?, name, message) {expected[:1]}, expected {expected}"
     ]
     broken = run_of_student_copy(path, other_errors=(0,))  # the first cell raised
     assert nc.student_copy_problems(path, broken) == [
-        f"errors {[([], 'ValueError', 'bad'), *expected]}, expected exactly {expected}"
+        f"errors (in a check?, name, message) {[(False, 'ValueError', 'bad'), *expected]}, "
+        f"expected {expected}"
     ]
 
 
