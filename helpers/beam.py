@@ -14,7 +14,7 @@ import subprocess
 import sys
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import TypedDict, Unpack
+from types import SimpleNamespace
 
 import numpy as np
 
@@ -70,18 +70,6 @@ def _pipeline_options(beam_options: list[str], verbose: bool):
     return options
 
 
-class _Options(TypedDict, total=False):
-    """The options :func:`convert_with_beam` shares with ``convert_split`` (its defaults)."""
-
-    num_shards: int
-    encoding: str
-    compression: str | None
-    overwrite: bool
-    shuffle_seed: int | None
-    task: str
-    index: bool
-
-
 def convert_with_beam(
     voc_root: str | os.PathLike,
     split: str,
@@ -89,7 +77,7 @@ def convert_with_beam(
     beam_options: Sequence[str] = (),
     verbose: bool = False,
     timeout: float | None = 3600,
-    **options: Unpack[_Options],
+    **options: object,
 ) -> list[Path]:
     """Write :func:`helpers.voc_records.convert_split`'s shards with the same ``options``, byte
     for byte, by an Apache Beam pipeline in a process of its own (notebook 08; ``convert-voc
@@ -97,26 +85,29 @@ def convert_with_beam(
     say otherwise (``["--runner=FlinkRunner", ...]``); every worker must see the folders. Raises
     as ``convert_split`` (all but a bad pair's errors before Beam starts), ValueError for a bad
     Beam option, RuntimeError if the pipeline fails (``verbose``: Beam's log), TimeoutError."""
-    signature = inspect.signature(convert_split)  # its defaults; progress=... is a TypeError
-    bound = signature.bind(voc_root, split, out_prefix, progress=False, **options)
+    signature = inspect.signature(convert_split)  # its options and defaults: one list of them
+    bound = signature.bind(voc_root, split, out_prefix, progress=False, **options)  # TypeError
     bound.apply_defaults()
-    num_shards, encoding, compression, overwrite, shuffle_seed, task, index = (
-        bound.arguments[name] for name in _Options.__annotations__
-    )
-    check_task(task, encoding)
-    paths = shard_paths(out_prefix, num_shards, compression, index)
-    compression = check_compression(compression)
+    args = SimpleNamespace(**bound.arguments)
+    check_task(args.task, args.encoding)
+    paths = shard_paths(out_prefix, args.num_shards, args.compression, args.index)
+    compression = check_compression(args.compression)
     if isinstance(beam_options, str) or not all(isinstance(o, str) for o in beam_options):
         raise TypeError(f"beam_options must be a list of strings, got {beam_options!r}")
     with output_folder(out_prefix):
-        prepare(paths, overwrite)  # the local engine's checks, before Beam starts
-        ids = split_order(voc_root, split, task, shuffle_seed)
+        prepare(paths, args.overwrite)  # the local engine's checks, before Beam starts
+        ids = split_order(voc_root, split, args.task, args.shuffle_seed)
         temps = [temp_path(p.absolute(), "beam") for p in paths]
         job = {
             "options": list(beam_options),
             "verbose": verbose,
             "ids": ids,
-            "payload": [str(voc_root), task, encoding, num_shards],  # _keyed_payload's arguments
+            "payload": [
+                str(voc_root),
+                args.task,
+                args.encoding,
+                args.num_shards,
+            ],  # _keyed_payload's
             "temps": [str(t) for t in temps],
             "compression": compression,
         }
@@ -125,10 +116,10 @@ def convert_with_beam(
             _run_in_child(job, verbose, timeout)
             for temp in temps[len(ids) :]:  # shards that receive no record: valid empty files
                 write_records(temp, [], compression)
-            if index:  # each shard's .index, from one walk over its headers
+            if args.index:  # each shard's .index, from one walk over its headers
                 sizes = {path: np.diff(build_index(temp)).tolist() for temp, path in pairs}
                 pairs += [staged_index(path, n) for path, n in sizes.items()]
-            commit(pairs, overwrite)
+            commit(pairs, args.overwrite)
         finally:
             for temp, _ in pairs:  # and the temporary files of a worker's write_records
                 for leftover in temp.parent.glob(f"*{temp.name}*"):
