@@ -11,10 +11,12 @@ _TENSOR_COLUMNS = ["dtype", "rank", "shape", "values/record", "present in"]
 _MAX_VALUES, _MAX_BYTES, _MAX_STEPS = 8, 32, 3  # how much of one record format_record shows
 
 
-def _type(feature: object) -> str:
-    """A Feature's type as a summary shows it: bytes, float, int64, or empty."""
+def _contents(feature: object) -> tuple[str, list]:
+    """A Feature's type as a summary shows it (bytes, float, int64 or empty), and its values."""
     kind = feature.WhichOneof("kind")
-    return kind.removesuffix("_list") if kind else "empty"
+    if kind is None:
+        return "empty", []
+    return kind.removesuffix("_list"), getattr(feature, kind).value
 
 
 def _widen(span: tuple[int, int] | None, value: int) -> tuple[int, int]:
@@ -50,11 +52,10 @@ class _Feature:
         self.present += 1
         self.steps = _widen(self.steps, len(features)) if steps else None
         for feature in features:
-            kind = feature.WhichOneof("kind")
-            self.types.add(_type(feature))
-            values = getattr(feature, kind).value if kind else ()
+            kind, values = _contents(feature)
+            self.types.add(kind)
             self.values = _widen(self.values, len(values))
-            if kind == "bytes_list":
+            if kind == "bytes":
                 for value in values:
                     self.value_bytes = _widen(self.value_bytes, len(value))
 
@@ -63,9 +64,8 @@ class _Feature:
         self.present += 1
         self.ranks = _widen(self.ranks, len(shape))
         self.values = _widen(self.values, math.prod(shape))
+        self.dims += [None] * (len(shape) - len(self.dims))  # the first record of a higher rank
         for i, size in enumerate(shape):
-            if i == len(self.dims):  # the first record of this rank
-                self.dims.append(None)
             self.dims[i] = _widen(self.dims[i], size)
 
 
@@ -156,12 +156,11 @@ def _text(value: bytes | float | int) -> str:
 
 def _values(feature) -> list[str]:
     """``[type, "[v1, v2, ...]"]`` of one Feature."""
-    kind = feature.WhichOneof("kind")
-    values = list(getattr(feature, kind).value) if kind else []
+    kind, values = _contents(feature)
     shown = [_text(value) for value in values[:_MAX_VALUES]]
     if len(values) > _MAX_VALUES:
         shown.append(f"... {len(values) - _MAX_VALUES:,} more")
-    return [_type(feature), "[" + ", ".join(shown) + "]"]
+    return [kind, "[" + ", ".join(shown) + "]"]
 
 
 def format_record(payload: bytes) -> str:
