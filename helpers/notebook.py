@@ -12,11 +12,10 @@ _WORK_ROOT = Path("_work")  # relative to the notebook's own folder
 
 
 def prepare_tensorflow(seed: int = 0, deterministic_ops: bool = True) -> None:
-    """Quiet TensorFlow (:data:`QUIET_ENVIRONMENT`, its loggers), let it pool freed CPU buffers
-    (unless ``TF_CPU_ALLOCATOR_USE_BFC`` is set), import it, seed Python, NumPy and TensorFlow
-    and, if ``deterministic_ops``, make its ops deterministic. Every notebook's Setup calls it
-    before ``import tensorflow``, as the environment counts only then. TypeError or ValueError for
-    a ``seed`` that is not a non-negative int; ImportError without TensorFlow."""
+    """Quiet TensorFlow (:data:`QUIET_ENVIRONMENT`, its loggers), let it pool freed CPU buffers,
+    import it, seed Python, NumPy and TensorFlow and, if ``deterministic_ops``, make its ops
+    deterministic. Every notebook's Setup calls it before ``import tensorflow``, as the environment
+    counts only then. TypeError or ValueError for a bad ``seed``; ImportError without TensorFlow."""
     seed = check_seed(seed)
     os.environ.update(QUIET_ENVIRONMENT)
     # Pool freed buffers (unless set): faulting them in again was 1/4 of notebook 03's CPU time

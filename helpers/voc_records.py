@@ -100,9 +100,8 @@ def _detection_values(root: str | os.PathLike, image_id: str) -> dict[str, objec
     jpeg = _read_jpeg(root, image_id)
     if (height, width) != (annotation.height, annotation.width):
         sizes = f"{width}x{height}, annotation says {annotation.width}x{annotation.height}"
-        raise voc.VOCError(
-            f"photo of image id {image_id!r} is {sizes}: {voc.image_path(root, image_id)}"
-        )
+        where = f"photo of image id {image_id!r}"
+        raise voc.VOCError(f"{where} is {sizes}: {voc.image_path(root, image_id)}")
     objects, name = annotation.objects, annotation.filename.encode()
     values = {
         "image/height": height,
