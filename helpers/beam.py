@@ -19,7 +19,6 @@ from types import SimpleNamespace
 import numpy as np
 
 from helpers import voc
-from helpers._checks import check_compression
 from helpers._commit import commit, output_folder, prepare, shard_paths, staged_index, temp_path
 from helpers._examples import check_task
 from helpers._tensorflow import QUIET_ENVIRONMENT
@@ -90,8 +89,7 @@ def convert_with_beam(
     bound.apply_defaults()
     args = SimpleNamespace(**bound.arguments)
     check_task(args.task, args.encoding)
-    paths = shard_paths(out_prefix, args.num_shards, args.compression, args.index)
-    compression = check_compression(args.compression)
+    paths = shard_paths(out_prefix, args.num_shards, args.compression, args.index)  # checks them
     if isinstance(beam_options, str) or not all(isinstance(o, str) for o in beam_options):
         raise TypeError(f"beam_options must be a list of strings, got {beam_options!r}")
     with output_folder(out_prefix):
@@ -109,13 +107,13 @@ def convert_with_beam(
                 args.num_shards,
             ],  # _keyed_payload's
             "temps": [str(t) for t in temps],
-            "compression": compression,
+            "compression": args.compression,
         }
         pairs = list(zip(temps, paths, strict=True))
         try:
             _run_in_child(job, verbose, timeout)
             for temp in temps[len(ids) :]:  # shards that receive no record: valid empty files
-                write_records(temp, [], compression)
+                write_records(temp, [], args.compression)
             if args.index:  # each shard's .index, from one walk over its headers
                 sizes = {path: np.diff(build_index(temp)).tolist() for temp, path in pairs}
                 pairs += [staged_index(path, n) for path, n in sizes.items()]
