@@ -201,21 +201,20 @@ def load_annotation(root: PathLike, image_id: str) -> Annotation:
     path = Path(root) / "Annotations" / f"{_plain(image_id, 'image id')}.xml"
     where = f"annotation of image id {image_id!r} ({path})"
 
-    def refuse(*_: object) -> None:
-        raise VOCError(f"{where} declares a DOCTYPE or ENTITY: refused (hostile XML)")
+    class Refusing(ET.TreeBuilder):  # refused at a DOCTYPE's start: so no ENTITY is ever read
+        def doctype(self, *_: object) -> None:
+            raise VOCError(f"{where} declares a DOCTYPE or ENTITY: refused (hostile XML)")
 
-    parser, builder = expat.ParserCreate(), ET.TreeBuilder()  # no DOCTYPE, so no entity
-    parser.StartElementHandler, parser.EndElementHandler = builder.start, builder.end
-    parser.CharacterDataHandler = builder.data
-    parser.StartDoctypeDeclHandler = parser.EntityDeclHandler = refuse
+    parser = ET.XMLParser(target=Refusing())
     try:
-        parser.Parse(path.read_bytes(), True)
+        parser.feed(path.read_bytes())
+        tree = parser.close()
     except FileNotFoundError:
         raise _MissingFile(f"{where} not found") from None
-    except expat.ExpatError as e:
-        problem = f"line {e.lineno}, column {e.offset + 1}: {expat.ErrorString(e.code)}"
+    except ET.ParseError as error:
+        line, column = error.position
+        problem = f"line {line}, column {column + 1}: {expat.ErrorString(error.code)}"
         raise VOCError(f"{where} is not well-formed XML: {problem}") from None
-    tree = builder.close()
 
     def text(element: ET.Element, field: str) -> str:
         if (found := element.find(field)) is None or not (found.text or "").strip():
