@@ -226,6 +226,10 @@ def test_an_exercise_out_of_its_layout_is_refused(tmp_path, change, message):
 def test_a_student_copy_that_fails_only_in_its_checks_passes(tmp_path):
     path = exercise_notebook(tmp_path / "01_exercises.ipynb")
     assert nc.student_copy_problems(path, run_of_student_copy(path)) == []
+    nb = nbformat.read(path, as_version=4)  # a demonstration of an error, tagged as such
+    nb.cells[0].metadata["tags"] = ["raises-exception"]
+    nbformat.write(nb, path)
+    assert nc.student_copy_problems(path, run_of_student_copy(path, other_errors=(0,))) == []
 
 
 def test_a_check_that_passes_on_the_stub_or_another_error_is_reported(tmp_path):
