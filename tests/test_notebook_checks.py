@@ -95,11 +95,13 @@ def test_outputs_go_to_the_released_notebook_only_where_the_cells_match():
     cells = [nbformat.v4.new_code_cell("x = 1"), nbformat.v4.new_code_cell("print(x)")]
     solution = nbformat.v4.new_code_cell("# YOUR CODE HERE")
     solution.metadata["nbgrader"] = {"solution": True}
-    released = nbformat.v4.new_notebook(cells=[cells[0], solution, cells[1]])
-    student = nbformat.v4.new_notebook(cells=[c.copy() for c in cells])
+    link = nbformat.v4.new_markdown_cell("Next: [02](02_next.ipynb)")
+    released = nbformat.v4.new_notebook(cells=[cells[0], solution, cells[1], link])
+    note = nbformat.v4.new_markdown_cell(nc.classroom.STUDENT_NOTE)  # not in the released one
+    student = nbformat.v4.new_notebook(cells=[c.copy() for c in cells] + [note, link])
     student.cells[1].outputs = [nbformat.v4.new_output("stream", text="1\n")]
     graded = nc.transplant(released, student)
-    assert [c.outputs for c in graded.cells] == [[], [], student.cells[1].outputs]
+    assert [c.get("outputs") for c in graded.cells] == [[], [], student.cells[1].outputs, None]
     student.cells[1].source = "print(x + 1)"
     with pytest.raises(ValueError, match="released and student copies differ"):
         nc.transplant(released, student)
