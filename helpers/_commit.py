@@ -8,17 +8,20 @@ when there are several, which the next write into the folder redoes if a kill cu
 import contextlib
 import fcntl
 import glob
+import io
 import itertools
 import json
 import os
 import re
 import secrets
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+import numpy as np
+
 from helpers._checks import check_compression, check_int
-from helpers._framing import INDEX_SUFFIX
+from helpers._framing import BINARY_SUFFIX, INDEX_SUFFIX
 
 SUFFIX = {None: ".tfrecord", "GZIP": ".tfrecord.gz", "ZLIB": ".tfrecord.zz"}
 
@@ -57,9 +60,16 @@ def staged(path: Path, data: bytes) -> tuple[Path, Path]:
 
 def staged_index(path: Path, sizes: list[int]) -> tuple[Path, Path]:
     """``path``'s index, ``start length`` of each record from their ``sizes``, :func:`staged`."""
-    starts = itertools.accumulate(sizes, initial=0)
-    text = "".join(f"{start} {size}\n" for start, size in zip(starts, sizes, strict=False))
+    text = "".join(map("{} {}\n".format, itertools.accumulate(sizes, initial=0), sizes))
     return staged(path.with_name(path.name + INDEX_SUFFIX), text.encode())
+
+
+def staged_binary(path: Path, sizes: Sequence[int], stat: os.stat_result) -> tuple[Path, Path]:
+    """``path``'s binary index, for the file ``stat`` gives and its records' ``sizes``, staged."""
+    data = io.BytesIO()
+    bounds = np.cumsum(sizes, dtype=np.int64)  # each record's end
+    np.save(data, np.concatenate([[stat.st_size, stat.st_mtime_ns, 0], bounds]))
+    return staged(path.with_name(path.name + BINARY_SUFFIX), data.getvalue())
 
 
 @contextlib.contextmanager
