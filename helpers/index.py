@@ -150,9 +150,12 @@ def write_index(paths: PathLike | Sequence[PathLike], progress: bool = False) ->
 
 def check_index(paths: PathLike | Sequence[PathLike]) -> list[int]:
     """Check every header of each file against the index a :class:`RecordView` opens it with
-    (``python -m helpers index --check``); return each file's record count. Raises as a view."""
+    (``python -m helpers index --check``); return each file's record count. FileNotFoundError
+    for a file without one; else raises as a view."""
     with RecordView(paths) as view:
-        for file in range(len(view.paths)):
+        for file, path in enumerate(view.paths):
+            if _saved_index(path, view._stats[file]) is None:  # a stale binary one is none
+                raise FileNotFoundError(f"{path}: no index: write one (python -m helpers index)")
             view._sample(file, every=True)
         return np.diff(view._firsts).tolist()
 
