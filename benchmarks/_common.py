@@ -143,11 +143,13 @@ def work_dir(name: str) -> Path:
 
 def drop_page_cache(paths: Iterable[Path | str]) -> None:
     """Ask the kernel to drop the cached pages of each file (``posix_fadvise(DONTNEED)``, no root
-    needed). Pages a process still maps are kept: close views first. The host of a virtual
-    machine may still cache the disk below it."""
+    needed), after writing back its dirty ones (``fsync``: DONTNEED keeps dirty pages, so a file
+    just written would stay cached). Pages a process still maps are kept: close views first.
+    The host of a virtual machine may still cache the disk below it."""
     for path in paths:
         fd = os.open(path, os.O_RDONLY)
         try:
+            os.fsync(fd)
             os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
         finally:
             os.close(fd)
