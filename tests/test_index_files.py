@@ -7,6 +7,7 @@ import os
 import pickle
 import subprocess
 import sys
+import threading
 
 import numpy as np
 import pytest
@@ -222,13 +223,24 @@ def test_a_shard_cut_short_between_reads_is_a_named_error_on_every_path(tmp_path
     assert single.value.reason == "file ends inside a record header (0 of 12 bytes)"
 
 
-def test_a_batch_large_enough_for_threads_reads_the_same_records(tmp_path):
+def drop_cached_pages(paths):
+    """Drop the files' pages from the page cache (no root needed): the next reads wait for the disk."""
+    for path in paths:
+        fd = os.open(path, os.O_RDONLY)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        os.close(fd)
+
+
+def test_a_batch_from_a_cold_cache_is_read_by_threads_and_gives_the_same_records(tmp_path):
     paths = write_sharded(tmp_path / "x", [bytes([i % 256]) * (i % 9) for i in range(3_000)], 3)
     with RecordView(paths) as view:
         order = np.random.default_rng(1).permutation(len(view))
         one_by_one = [view[int(i)] for i in order]
-        assert view[order] == one_by_one  # 3,000 records: 8 threads
-        assert view[order[:300]] == one_by_one[:300]  # 2 threads
+        for size in (3_000, 300, 40, 1):  # 8 threads, 8, 2, and one read
+            drop_cached_pages(paths)
+            assert view[order[:size]] == one_by_one[:size]
+        assert view[order] == one_by_one  # from the warm cache: no threads
+    assert any(thread.name.startswith("RecordView") for thread in threading.enumerate())
 
 
 _WORKER = """
