@@ -1,8 +1,6 @@
-"""Random access to the records of plain TFRecord files (notebook 04, "Index the files"):
-:func:`build_index` walks the headers; :func:`write_index` and ``write_sharded(index=True)`` save
-beside a shard ``<shard>.index`` (``start length`` lines, ``tfrecord2idx``'s format) and
-``<shard>.index.npy`` (int64: the shard's size and ``st_mtime_ns``, then its ``n + 1`` record
-boundaries); :class:`RecordView` reads any record by number."""
+"""Random access to plain TFRecord files (notebook 04): :func:`write_index` saves the walk of
+:func:`build_index` as ``<shard>.index`` (``tfrecord2idx``'s ``start length`` lines) and
+``<shard>.index.npy`` (int64: size, ``st_mtime_ns``, the ``n + 1`` boundaries), read by views."""
 
 import bisect
 import contextlib
@@ -29,11 +27,10 @@ _THREADS, _SLICE, _PROBE = 8, 16, 8  # a batch on a cold cache: up to 8 threads,
 _NOWAIT = getattr(os, "RWF_NOWAIT", None)  # Linux: a read that fails if it would wait
 
 
-def build_index(path: str | os.PathLike, bar: object = None) -> np.ndarray:
-    """The ``n + 1`` record boundaries (int64) of a plain file: record ``i`` spans
-    ``[b[i], b[i + 1])``; every header and its length CRC checked, payloads not. ValueError for
-    a GZIP or ZLIB file, RecordError for a damaged or cut header or a record past the end or over
-    256 MiB, FileNotFoundError. ``bar``: a tqdm bar of bytes to advance."""
+def build_index(path: str | os.PathLike) -> np.ndarray:
+    """The ``n + 1`` record boundaries (int64) of a plain file (record ``i`` spans ``[b[i],
+    b[i + 1])``), every header checked. ValueError for a GZIP or ZLIB file, RecordError for a
+    damaged or cut header or a record past the end or over 256 MiB, FileNotFoundError."""
     path = Path(path)
     if compression := detect_compression(path):
         raise ValueError(
@@ -60,8 +57,6 @@ def build_index(path: str | os.PathLike, bar: object = None) -> np.ndarray:
                 check_header(chunk[here[k] :], path, number + k, offset + here[k], limit)
             parts.append(np.array(here, np.int64) + offset)
             number, offset = number + len(here), offset + position
-            if bar:
-                bar.update(min(offset, size) - bar.n)
     if offset > size:  # the last record runs past the end
         start = int(parts[-1][-1])
         left, length = size - start - framing.HEADER_SIZE, offset - start - framing.FRAME_SIZE
@@ -91,8 +86,8 @@ def _tiling(path: Path, bounds: np.ndarray, size: int, picks: np.ndarray, length
 
 
 def _saved_index(path: Path, stat: os.stat_result) -> np.ndarray | None:
-    """The boundaries mapped read-only from ``<path>.index.npy`` if it was made for this size and
-    time of the file, else those of ``<path>.index``, its tiling checked; None if neither."""
+    """The boundaries mapped from ``<path>.index.npy`` made for this size and time of the file,
+    else those of ``<path>.index``, its tiling checked; None if neither."""
     with contextlib.suppress(OSError, ValueError):  # none, or not a NumPy file: not trusted
         mapped = np.load(path.with_name(path.name + framing.BINARY_SUFFIX), mmap_mode="r")
         if mapped.dtype == np.int64 and mapped.shape[0] > 2 and [*_indexed(stat)] == [*mapped[:2]]:
@@ -114,9 +109,7 @@ def _pool(pid: int) -> ThreadPoolExecutor:  # this process's threads: a forked o
     return ThreadPoolExecutor(_THREADS, "RecordView")
 
 
-def _cached(fd: int, size: int, start: int) -> bool:
-    """Whether the page cache holds the ``size`` bytes at ``start`` (``RWF_NOWAIT``: a read that
-    would wait fails; without it, False)."""
+def _cached(fd: int, size: int, start: int) -> bool:  # in the page cache (False: cannot tell)
     try:
         return os.preadv(fd, [bytearray(size)], start, _NOWAIT) == size
     except (OSError, TypeError):  # it would wait (TypeError: no RWF_NOWAIT here)
@@ -128,10 +121,8 @@ def _read(work: list[tuple[int, int, int]]) -> list[bytes]:
 
 
 def _preads(fds: np.ndarray, starts: np.ndarray, sizes: np.ndarray) -> list[bytes]:
-    """The bytes ``[start, start + size)`` of each file, by ``os.pread``. A batch of 2 * _SLICE
-    or more whose first _PROBE reads the page cache does not all hold is read by up to 8 threads
-    at once (pread releases Python's lock): several reads in flight on a cold cache (measured:
-    4x one at a time), none of the threads' cost on a warm one."""
+    """Each file's bytes ``[start, start + size)`` by ``os.pread``: from up to 8 threads at once
+    (it releases Python's lock) if the page cache lacks some of the first _PROBE of 32 or more."""
     work = list(zip(fds.tolist(), sizes.tolist(), starts.tolist(), strict=True))
     if len(work) < 2 * _SLICE or all(itertools.starmap(_cached, work[:_PROBE])):
         return _read(work)
@@ -141,10 +132,9 @@ def _preads(fds: np.ndarray, starts: np.ndarray, sizes: np.ndarray) -> list[byte
 
 
 def write_index(paths: PathLike | Sequence[PathLike], progress: bool = False) -> list[int]:
-    """Write ``<shard>.index`` and ``<shard>.index.npy`` beside each plain shard from a walk of
-    its headers (:func:`build_index`), both replaced at once (``python -m helpers index``);
-    return each shard's record count. ``progress``: a bar on stderr. Raises as
-    :func:`build_index`; PermissionError saying what to do for a folder one cannot write to."""
+    """Write ``<shard>.index`` and ``<shard>.index.npy`` beside each plain shard, both at once,
+    from :func:`build_index` (``python -m helpers index``); return each one's record count. Raises
+    as it does, and PermissionError saying what to do for a folder one cannot write to."""
     from tqdm.auto import tqdm
 
     paths, counts = check_paths(paths), []
@@ -153,13 +143,11 @@ def write_index(paths: PathLike | Sequence[PathLike], progress: bool = False) ->
             what = "copy the shards to a folder you can write to and index them there"
             why = "(a RecordView of them walks their headers at every opening)"
             raise PermissionError(f"{folder}: cannot write an index into this folder: {what} {why}")
-    total = sum(os.stat(path).st_size for path in paths)
-    with tqdm(total=total, desc="indexing", unit="B", disable=not progress) as bar:
-        for path in paths:
-            stat = os.stat(path)  # before the walk: a write during it makes the binary stale
-            sizes = np.diff(build_index(path, bar))
-            commit([staged_index(path, sizes.tolist()), staged_binary(path, sizes, stat)], True)
-            counts.append(len(sizes))
+    for path in tqdm(paths, "indexing", disable=not progress):
+        stat = os.stat(path)  # before the walk: a write during it makes the binary stale
+        sizes = np.diff(build_index(path))
+        commit([staged_index(path, sizes.tolist()), staged_binary(path, sizes, stat)], True)
+        counts.append(len(sizes))
     return counts
 
 
@@ -179,16 +167,14 @@ class RecordView(contextlib.AbstractContextManager):
     """Any record of one or several plain TFRecord files (numbered across ``paths``, in order)
     by its number: ``view[i]`` a payload, ``view[[i, j]]`` a list (notebooks 04 and 05).
 
-    Indexed from each ``.index.npy`` of the shard's size and time (mapped read-only: processes
+    Indexed from each ``.index.npy`` of the file's size and time (mapped read-only: processes
     share its pages), else ``.index`` or :func:`build_index` (private arrays). Opening checks the
-    tiling (the text's all, the binary's ends and samples) and 1,024 headers spread over each
-    file, first and last included (length CRC, length): a RecordError names the file and record.
-    It cannot see a wrong boundary between samples (that record's read does) nor damaged payloads
-    (reads check both CRCs); :func:`check_index` checks every header. Reads are ``os.pread``
-    calls (a batch of 256 or more: several threads); a file replaced, resized (checked by every
-    batch, a file's 1st and every 256th single read) or read short is a RecordError. Pickles
-    into worker processes (Grain, PyTorch) as paths: each maps the binary indexes again (parses
-    or walks the rest)."""
+    tiling (all of a text index) and 1,024 headers spread over each file, first and last
+    included; it cannot see a wrong boundary between them (that record's read does) nor a damaged
+    payload (reads check both CRCs): :func:`check_index` checks every header. Reads use
+    ``os.pread``; a file replaced or resized (checked by every batch and a file's 1st and every
+    256th single read) or cut short is a RecordError. Pickles as paths: a worker process maps
+    the binary indexes again (parses or walks the rest)."""
 
     def __init__(self, paths: PathLike | Sequence[PathLike], progress: bool = False) -> None:
         self.paths = check_paths(paths)
@@ -201,22 +187,19 @@ class RecordView(contextlib.AbstractContextManager):
         self._fds = [file.fileno() for file in self._files]
         self._stats, self._reads = seen or [os.fstat(fd) for fd in self._fds], [0] * len(self._fds)
         self._check_files(range(len(self.paths)) if seen else [])  # the pickler's files
-        self._bounds, unchecked = [], []
-        for file in tqdm(range(len(self.paths)), "indexing", disable=not progress):
-            if not seen and detect_compression(self.paths[file]):
-                build_index(self.paths[file])  # refuses it
-            bounds = _saved_index(self.paths[file], self._stats[file])
-            if bounds is not None and not seen:
-                unchecked.append(file)
-            self._bounds.append(build_index(self.paths[file]) if bounds is None else bounds)
+        self._bounds = []
+        for file, path in enumerate(tqdm(self.paths, "indexing", disable=not progress)):
+            if not seen and detect_compression(path):
+                build_index(path)  # refuses it
+            bounds = _saved_index(path, self._stats[file])
+            self._bounds.append(build_index(path) if bounds is None else bounds)
+            if bounds is not None and not seen:  # a walk checked every header
+                self._sample(file)
         self._firsts = np.cumsum([0] + [len(b) - 1 for b in self._bounds]).tolist()  # per file
-        for file in unchecked:
-            self._sample(file)
 
     def _sample(self, file: int, every: bool = False) -> None:
-        """RecordError unless the index tiles the file at :data:`_SAMPLE` records spread over it
-        (the first and the last; all if fewer, or ``every``) whose headers are valid and say the
-        lengths the index gives."""
+        """RecordError unless the index tiles the file at _SAMPLE records spread over it (or all:
+        fewer, or ``every``), first and last included, whose headers say the index's lengths."""
         path, bounds, size = self.paths[file], self._bounds[file], self._stats[file].st_size
         n = len(bounds) - 1
         picks = np.unique(
@@ -238,22 +221,25 @@ class RecordView(contextlib.AbstractContextManager):
             now = _identity(os.stat(path))
             if now != (size, inode):
                 change = "was replaced" if now[1] != inode else f"is now {now[0]} bytes"
-                reason = f"the file {change} since the view opened it ({size} bytes)"
-                raise RecordError(path, 0, 0, reason + ": open a new view")
+                raise RecordError(
+                    path,
+                    0,
+                    0,
+                    f"the file {change} since the view opened it ({size} bytes): open a new view",
+                )
 
     def __len__(self) -> int:
         return self._firsts[-1]
 
     @property
     def index_nbytes(self) -> int:
-        """Bytes of index held privately by this process: 8 per record and per file of the files
-        read without a binary index (a mapped one's pages are shared)."""
+        """Bytes of index this process holds: 8 per record and per file read without a binary
+        index (a mapped one's pages are shared)."""
         return sum(b.nbytes for b in self._bounds if not isinstance(b, np.memmap))
 
     def __getitem__(self, key: int | Sequence[int]) -> bytes | list[bytes]:
         """The payload of record ``key``, or a list of them for a sequence of numbers. IndexError
-        out of range, TypeError for another key, ValueError once closed, RecordError as the class
-        says."""
+        out of range, TypeError for another key, ValueError once closed, else RecordError."""
         if isinstance(key, (int, np.integer)):  # one record (Grain, PyTorch): no NumPy on the way
             number = int(key) + (len(self) if key < 0 else 0)
             if not 0 <= number < len(self) or self._fds is None:
@@ -302,8 +288,7 @@ class RecordView(contextlib.AbstractContextManager):
         return payloads
 
     def _checked(self, file: int, number: int, start: int, data: bytes, size: int) -> bytes:
-        """The careful check of record ``number``, ``data`` read from its ``size`` bytes at
-        ``start``, that failed a fast one: its RecordError says why."""
+        """The careful check of ``data``, read for record ``number``: its RecordError says why."""
         path, index = self.paths[file], number - self._firsts[file]
         length = check_header(data[: framing.HEADER_SIZE], path, index, start)
         if length != size - framing.FRAME_SIZE:
