@@ -168,9 +168,14 @@ def test_the_readme_quotes_the_shuffle_reference_table_exactly():
 def test_the_table_changes_when_a_ratio_does():
     result = reference.load("shuffle")
     before = reference.shuffle_table(result)
-    name = f"800 B: {reference.VIEW} vs tf.data shuffle(10_000)"
-    reference.comparison(result, name)["speed_ratio_median"] += 0.5
-    assert reference.shuffle_table(result) != before
+    changed = 0
+    for found in result["comparisons"]:  # one at a time: whatever rows reference.py picks
+        found["speed_ratio_median"] += 0.5
+        if reference.shuffle_table(result) != before:
+            changed += 1
+        found["speed_ratio_median"] -= 0.5
+    assert changed >= 3, f"only {changed} of the reference's ratios are in the table"
+    assert reference.shuffle_table(result) == before
     with pytest.raises(KeyError, match="no comparison 'missing'"):
         reference.comparison(result, "missing")
 
