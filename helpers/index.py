@@ -109,25 +109,24 @@ def _pool(pid: int) -> ThreadPoolExecutor:  # this process's threads: a forked o
     return ThreadPoolExecutor(_THREADS, "RecordView")
 
 
-def _cached(fd: int, size: int, start: int) -> bool:  # in the page cache (False: cannot tell)
-    try:
-        return os.preadv(fd, [bytearray(size)], start, _NOWAIT) == size
-    except (OSError, TypeError):  # it would wait (TypeError: no RWF_NOWAIT here)
-        return False
-
-
-def _read(work: list[tuple[int, int, int]]) -> list[bytes]:
-    return list(itertools.starmap(os.pread, work))  # (file descriptor, size, offset) each
-
-
 def _preads(fds: np.ndarray, starts: np.ndarray, sizes: np.ndarray) -> list[bytes]:
     """Each file's bytes ``[start, start + size)`` by ``os.pread``: from up to 8 threads at once
     (it releases Python's lock) if the page cache lacks some of the first _PROBE of 32 or more."""
+
+    def cached(fd: int, size: int, start: int) -> bool:  # RWF_NOWAIT: fails rather than wait
+        try:
+            return os.preadv(fd, [bytearray(size)], start, _NOWAIT) == size
+        except (OSError, TypeError):  # not all cached (TypeError: no RWF_NOWAIT here)
+            return False
+
+    def read(part: list[tuple[int, int, int]]) -> list[bytes]:
+        return list(itertools.starmap(os.pread, part))  # (file descriptor, size, offset) each
+
     work = list(zip(fds.tolist(), sizes.tolist(), starts.tolist(), strict=True))
-    if len(work) < 2 * _SLICE or all(itertools.starmap(_cached, work[:_PROBE])):
-        return _read(work)
+    if len(work) < 2 * _SLICE or all(itertools.starmap(cached, work[:_PROBE])):
+        return read(work)
     cuts = np.linspace(0, len(work), min(_THREADS, len(work) // _SLICE) + 1).astype(int).tolist()
-    parts = _pool(os.getpid()).map(_read, [work[a:b] for a, b in itertools.pairwise(cuts)])
+    parts = _pool(os.getpid()).map(read, [work[a:b] for a, b in itertools.pairwise(cuts)])
     return [data for part in parts for data in part]
 
 
