@@ -116,7 +116,7 @@ def _preads(fds: np.ndarray, starts: np.ndarray, sizes: np.ndarray) -> list[byte
     def cached(fd: int, size: int, start: int) -> bool:  # RWF_NOWAIT: fails rather than wait
         try:
             return os.preadv(fd, [bytearray(size)], start, _NOWAIT) == size
-        except (OSError, TypeError):  # not all cached (TypeError: no RWF_NOWAIT here)
+        except (OSError, TypeError, AttributeError):  # not all cached; no RWF_NOWAIT here
             return False
 
     def read(part: list[tuple[int, int, int]]) -> list[bytes]:
