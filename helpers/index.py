@@ -138,10 +138,9 @@ def write_index(paths: PathLike | Sequence[PathLike], progress: bool = False) ->
 
     paths, counts = check_paths(paths), []
     for folder in {path.absolute().parent for path in paths}:
-        if not os.access(folder, os.W_OK):
+        if not os.access(folder, os.W_OK):  # say so before a long walk
             what = "copy the shards to a folder you can write to and index them there"
-            why = "(a RecordView of them walks their headers at every opening)"
-            raise PermissionError(f"{folder}: cannot write an index into this folder: {what} {why}")
+            raise PermissionError(f"{folder}: cannot write an index into this folder: {what}")
     for path in tqdm(paths, "indexing", disable=not progress):
         stat = os.stat(path)  # before the walk: a write during it makes the binary stale
         sizes = np.diff(build_index(path))
