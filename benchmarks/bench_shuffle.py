@@ -35,7 +35,9 @@ Prints:
   asks) at 1, 2 and 4 reader threads (``max_parallelism``), and Grain's ``MapDataset``
   (shuffle, batch) over the view, over the ArrayRecord copy and over the records in a list
   (Grain's own ceiling), with ``ReadOptions(num_threads=0)`` and with 2 worker processes
-  (``mp_prefetch``), ArrayRecord also with 2 and 16 threads. Each contender reads a whole
+  (``mp_prefetch``; one long-lived iterator over repeated epochs, as a training loop keeps it,
+  whose "epoch" is ``len // 256`` whole batches, its time scaled to the whole epoch), ArrayRecord
+  also with 2 and 16 threads. Each contender reads a whole
   epoch once a round (the order reversed every other round, one warm-up round first), 2 rounds
   in each of 3 fresh processes per mode (``SHOOTOUT_PROCESSES``), the modes' processes
   alternating. Each process also times opening the view from its ``.index`` files (the first
