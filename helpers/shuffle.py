@@ -3,6 +3,7 @@ by random access (notebook 04 measures the bias of a small shuffle buffer and bu
 
 from __future__ import annotations
 
+import math
 import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -15,18 +16,16 @@ from helpers.index import RecordView
 if TYPE_CHECKING:  # TensorFlow is imported only when a dataset is made
     import tensorflow as tf
 
-_MIX = (np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB))  # SplitMix64's finalizer
-
 
 class EpochOrder(Sequence):
-    """The record numbers (int64) that shard ``shard_index`` of ``num_shards`` reads in ``epoch``,
-    computed per position (``order[i]``, ``order[a:b]``, ``order[array]``): a seeded bijection of
-    ``[0, num_records)`` at every size, like Grain's ``index_shuffle``: 8 Feistel rounds of
-    SplitMix64 keyed by ``default_rng([seed, epoch])`` over the fewest even bits (2 or more), a
-    swap of 0 and 1 half the time (Feistel makes only even permutations), cycle walking. Shard
-    ``k`` reads from position ``k * len(order)``: with one shard all, else equal whole batches;
-    ``order.dropped`` (< ``num_shards * batch_size``, others each epoch) go to none. TypeError or
-    ValueError for a bad argument, IndexError for a position out of range."""
+    """The record numbers (int64) shard ``shard_index`` of ``num_shards`` reads in ``epoch``, per
+    position (``order[i]``, ``order[a:b]``, ``order[array]``): a seeded bijection of ``[0, n)``
+    like Grain's ``index_shuffle``, at every size. Feistel rounds (16 under 2**20 records, else
+    8) on ``[0, a) x [0, b)``, ``a = ceil(sqrt(n))``, add SplitMix64 keyed by ``default_rng``
+    ``([seed, epoch])`` modulo a or b; 0 and 1 swap half the time (odd permutations too); the few
+    past the end step on. Shard ``k`` starts at position ``k * len(order)``; several get equal
+    whole batches, ``order.dropped`` (< ``num_shards * batch_size``, new each epoch) go to none.
+    Bad arguments: TypeError, ValueError; a position out of range: IndexError."""
 
     def __init__(
         self,
@@ -48,37 +47,37 @@ class EpochOrder(Sequence):
         self._share = self.num_records // (self.num_shards * per) * per
         self.dropped = self.num_records - self.num_shards * self._share
         rng = np.random.default_rng([self.seed, self.epoch])
-        self._keys = rng.integers(2**64, size=9, dtype=np.uint64)  # 8 rounds' keys, a parity bit
-        self._half = np.uint64(max(1, ((self.num_records - 1).bit_length() + 1) // 2))
+        rounds = 16 if self.num_records < 2**20 else 8  # NIST wants FF1 domains over 10**6
+        self._keys = rng.integers(2**64, size=rounds + 1, dtype=np.uint64)  # and a parity bit
+        a = max(2, math.isqrt(max(self.num_records - 1, 0)) + 1)  # a * b >= n, under a more
+        self._sides = np.array([a, max(1, -(-self.num_records // a))] * (rounds // 2), np.uint64)
 
     def __len__(self) -> int:
         return self._share
 
     def __getitem__(self, key: int | slice | np.ndarray) -> int | np.ndarray:
-        positions = (
-            np.arange(*key.indices(len(self))) if isinstance(key, slice) else np.asarray(key)
-        )
-        if positions.dtype.kind not in "iu":  # not bools either
+        places = np.arange(*key.indices(len(self))) if isinstance(key, slice) else np.asarray(key)
+        if places.dtype.kind not in "iu":  # not bools either
             raise TypeError(f"a position, a slice or an array of positions, not {key!r}")
-        if positions.size and not -len(self) <= positions.min() <= positions.max() < len(self):
+        if places.size and not -len(self) <= places.min() <= places.max() < len(self):
             raise IndexError(f"position out of range: the order holds {len(self)} records")
         first = self.shard_index * self._share  # this shard's first position in the epoch
-        out = self._step((positions.reshape(-1) % max(len(self), 1) + first).astype(np.uint64))
-        walking = np.flatnonzero(out >= self.num_records)  # the domain holds under 4x the records
+        out = self._step((places.reshape(-1) % max(len(self), 1) + first).astype(np.uint64))
+        walking = np.flatnonzero(out >= self.num_records)  # stepped on until inside: rare
         while walking.size:
             out[walking] = self._step(out[walking])
             walking = walking[out[walking] >= self.num_records]
-        return int(out[0]) if positions.ndim == 0 else out.astype(np.int64).reshape(positions.shape)
+        return int(out[0]) if places.ndim == 0 else out.astype(np.int64).reshape(places.shape)
 
-    def _step(self, x: np.ndarray) -> np.ndarray:  # one bijection of [0, 2**(2 * half))
-        mask = (np.uint64(1) << self._half) - np.uint64(1)
-        left, right = x >> self._half, x & mask
-        for key in self._keys[:-1]:  # uint64 arrays wrap around without a warning
-            mixed = right ^ key
-            mixed = (mixed ^ (mixed >> np.uint64(30))) * _MIX[0]
-            mixed = (mixed ^ (mixed >> np.uint64(27))) * _MIX[1]
-            left, right = right, left ^ ((mixed ^ (mixed >> np.uint64(31))) & mask)
-        out = (left << self._half) | right
+    def _step(self, x: np.ndarray) -> np.ndarray:  # one bijection of [0, a * b)
+        a, b = self._sides[:2]  # then a, b, a, b...: the modulus of each round
+        left, right = x // b, x % b  # left in [0, a), right in [0, b); a round swaps them
+        for key, modulus in zip(self._keys[:-1], self._sides, strict=True):  # uint64 wraps
+            mixed = right ^ key  # then SplitMix64's finalizer
+            mixed = (mixed ^ (mixed >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+            mixed = (mixed ^ (mixed >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+            left, right = right, (left + (mixed ^ (mixed >> np.uint64(31))) % modulus) % modulus
+        out = left * b + right
         return np.where(out < 2, out ^ (self._keys[-1] & np.uint64(1)), out)  # maybe swap 0, 1
 
 
@@ -103,15 +102,15 @@ def global_shuffle_dataset(
     input_context: tf.distribute.InputContext | None = None,
     deterministic: bool = True,
 ) -> tf.data.Dataset:
-    """This shard's records as a ``tf.data.Dataset`` (``tf.string``; with ``batch_size``,
-    vectors, an epoch's last maybe shorter), epochs ``epoch`` to ``epoch + epochs - 1`` (``None``:
-    on, for Keras ``steps_per_epoch``) in :class:`EpochOrder`'s order, the first from
-    ``position``; ``input_context`` (``tf.distribute``) gives the shards. ``parallel_reads``
-    calls (``None``: AUTOTUNE) read ``read_batch`` records each, or whole batches up to 1 MiB.
-    An iterator's ``tf.train.Checkpoint`` holds positions (< 4 KB) and resumes exactly;
-    ``deterministic=False`` lets reads finish out of order, saves those in flight, and resumes
-    with the same records in another order. Raises TypeError, ValueError (a GZIP/ZLIB file
-    too), RecordError; tf.errors.InvalidArgumentError names a damaged record while iterating."""
+    """This shard's records as a ``tf.data.Dataset`` (``tf.string``; with ``batch_size``, vectors,
+    an epoch's last maybe shorter), epochs ``epoch`` to ``epoch + epochs - 1`` (``None``: on, for
+    Keras ``steps_per_epoch``) in :class:`EpochOrder`'s order, the first from ``position``;
+    ``input_context`` (``tf.distribute``) gives the shards. ``parallel_reads`` calls (``None``:
+    AUTOTUNE) read ``read_batch`` records, or whole batches to 1 MiB. Finite: cardinality known.
+    A ``tf.train.Checkpoint`` of an iterator holds positions (< 4 KB), resumes exactly; with
+    ``deterministic=False`` reads finish out of order: it saves those in flight, resumes with the
+    same records in another order. Raises TypeError, ValueError (GZIP/ZLIB too), RecordError;
+    tf.errors.InvalidArgumentError names a damaged record while iterating."""
     import tensorflow as tf
 
     read_batch = check_int(read_batch, "read_batch", minimum=1)

@@ -158,10 +158,11 @@ def uniformity_p(orders, n):
     return stats.chisquare([counts.get(p, 0) for p in itertools.permutations(range(n))]).pvalue
 
 
-@pytest.mark.parametrize("n", [2, 3, 4])
-def test_every_order_of_a_few_records_is_equally_likely(n):
-    """1,200 to 2,400 seeds: each of the n! orders about 100 times, over seeds and epochs."""
-    count = 100 * len(list(itertools.permutations(range(n))))
+@pytest.mark.parametrize(("n", "each"), [(2, 100), (3, 100), (4, 100), (5, 100), (6, 20)])
+def test_every_order_of_a_few_records_is_equally_likely(n, each):
+    """Each of the n! orders about ``each`` times, over seeds and over epochs (with 8 Feistel
+    rounds instead of 16, 5 and 6 records fail: p 3e-26 and 0)."""
+    count = each * len(list(itertools.permutations(range(n))))
     assert uniformity_p([EpochOrder(n, seed)[:] for seed in range(count)], n) > 1e-3
     assert uniformity_p([EpochOrder(n, 5, epoch)[:] for epoch in range(count)], n) > 1e-3
     if n > 2:  # the check can fail: of n! orders a rotation makes n
