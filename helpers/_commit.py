@@ -9,7 +9,6 @@ import contextlib
 import fcntl
 import glob
 import io
-import itertools
 import json
 import os
 import re
@@ -58,18 +57,17 @@ def staged(path: Path, data: bytes) -> tuple[Path, Path]:
     return temp, path
 
 
-def staged_index(path: Path, sizes: list[int]) -> tuple[Path, Path]:
-    """``path``'s index, ``start length`` of each record from their ``sizes``, :func:`staged`."""
-    text = "".join(map("{} {}\n".format, itertools.accumulate(sizes, initial=0), sizes))
-    return staged(path.with_name(path.name + INDEX_SUFFIX), text.encode())
-
-
-def staged_binary(path: Path, sizes: Sequence[int], stat: os.stat_result) -> tuple[Path, Path]:
-    """``path``'s binary index, for the file ``stat`` gives and its records' ``sizes``, staged."""
-    data = io.BytesIO()
-    bounds = np.cumsum(sizes, dtype=np.int64)  # each record's end
-    np.save(data, np.concatenate([[stat.st_size, stat.st_mtime_ns, 0], bounds]))
-    return staged(path.with_name(path.name + BINARY_SUFFIX), data.getvalue())
+def staged_index(path: Path, sizes: Sequence[int], stat: os.stat_result) -> list[tuple[Path, Path]]:
+    """``path``'s two indexes from its records' ``sizes``, :func:`staged`: ``start length`` lines,
+    and int64 size and ``st_mtime_ns`` of the file ``stat`` gives, then the ``n + 1`` boundaries."""
+    bounds = np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)])
+    text = "".join(map("{} {}\n".format, bounds[:-1].tolist(), np.diff(bounds).tolist()))
+    binary = io.BytesIO()
+    np.save(binary, np.concatenate([[stat.st_size, stat.st_mtime_ns], bounds]))
+    return [
+        staged(path.with_name(path.name + INDEX_SUFFIX), text.encode()),
+        staged(path.with_name(path.name + BINARY_SUFFIX), binary.getvalue()),
+    ]
 
 
 @contextlib.contextmanager

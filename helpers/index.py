@@ -16,7 +16,7 @@ import numpy as np
 
 import helpers._framing as framing
 from helpers._checks import PathLike, check_paths
-from helpers._commit import commit, staged_binary, staged_index
+from helpers._commit import commit, staged_index
 from helpers._framing import RecordError, check_header, check_payload
 from helpers.records import detect_compression
 
@@ -144,7 +144,7 @@ def write_index(paths: PathLike | Sequence[PathLike], progress: bool = False) ->
     for path in tqdm(paths, "indexing", disable=not progress):
         stat = os.stat(path)  # before the walk: a write during it makes the binary stale
         sizes = np.diff(build_index(path))
-        commit([staged_index(path, sizes.tolist()), staged_binary(path, sizes, stat)], True)
+        commit(staged_index(path, sizes, stat), True)
         counts.append(len(sizes))
     return counts
 

@@ -15,7 +15,7 @@ import google_crc32c
 
 import helpers._framing as framing
 from helpers._checks import check_compression, check_int
-from helpers._commit import commit, prepare, shard_paths, staged_binary, staged_index, temp_path
+from helpers._commit import commit, prepare, shard_paths, staged_index, temp_path
 from helpers._framing import RecordError, check_header, check_payload, masked_crc32c  # noqa: F401
 from helpers._magic import MAGIC, looks_like_zlib
 
@@ -66,8 +66,7 @@ class _RecordFile:
         os.fsync(self.file.fileno())
         self.file.close()
         if self.sizes is not None:  # the binary index names the file as its temporary name has it
-            binary = staged_binary(self.path, self.sizes, os.stat(self.temp))
-            self.pairs += [staged_index(self.path, self.sizes), binary]
+            self.pairs += staged_index(self.path, self.sizes, os.stat(self.temp))
 
     def discard(self) -> None:
         self.file.close()
