@@ -98,20 +98,13 @@ def check_shootout(result: dict, sizes: list[str], modes: list[str]) -> None:
 
 
 def test_the_shuffle_reference_has_every_contender_at_every_record_size_and_mode():
-    result = reference.load("shuffle")
-    if "modes" not in result["shootout"][SIZES[0]]:
-        pytest.skip(
-            "reference/shuffle.json predates issue 35's two modes: the lead reruns "
-            "`python -m benchmarks --reference shuffle` on a quiet machine"
-        )
+    result = shuffle_reference_in_two_modes()
     check_shootout(result, SIZES, MODES)
 
 
-def test_the_shootout_check_accepts_what_bench_shuffle_records_and_fails_on_a_change():
-    """The check above, on a shootout summarized by bench_shuffle's own code from made-up
-    seconds (2 processes of 2 rounds), then on copies with one figure changed."""
-    import copy
-
+def made_up_shootout() -> dict:
+    """A shuffle result summarized by bench_shuffle's own code from made-up seconds (2
+    processes of 2 rounds, 1,000 records of 800 bytes, both modes)."""
     from benchmarks import _common, bench_shuffle
 
     pairs = [(candidate, baseline) for candidate, baseline, *_ in bench_shuffle.SHOOTOUT_RATIOS]
@@ -131,16 +124,37 @@ def test_the_shootout_check_accepts_what_bench_shuffle_records_and_fails_on_a_ch
         }
 
     _common.RESULTS.clear()
-    shootout = {"records": 1000, "rounds": 2, "processes": 2, "page_cache": "warm", "modes": {}}
+    shootout = {
+        "records": 1000,
+        "shards": 3,
+        "batch": 256,
+        "rounds": 2,
+        "processes": 2,
+        "page_cache": "warm",
+        "modes": {},
+    }
     for mode in MODES:
         summary = bench_shuffle.summarize([run(0), run(1)], 1000)
         bench_shuffle.shootout_ratios(800, mode, summary)
         shootout["modes"][mode] = summary
     result = {
+        "benchmark": "shuffle",
+        "commit": "0" * 40,
+        "machine": {"cpus": 2, "load_average": [1.0, 1.0, 1.0]},
         "shootout": {"800": shootout},
         "comparisons": [c.as_dict() for c in _common.RESULTS],
     }
     _common.RESULTS.clear()
+    return result
+
+
+def test_the_shootout_check_accepts_what_bench_shuffle_records_and_fails_on_a_change():
+    """The check above, on a made-up shootout, then on copies with one figure changed."""
+    import copy
+
+    from benchmarks import bench_shuffle
+
+    result = made_up_shootout()
     check_shootout(result, ["800"], MODES)
     for change in ("seconds", "process_medians", "goal", "resume"):
         broken = copy.deepcopy(result)
@@ -157,8 +171,34 @@ def test_the_shootout_check_accepts_what_bench_shuffle_records_and_fails_on_a_ch
             check_shootout(broken, ["800"], MODES)
 
 
+def test_the_shuffle_table_has_a_row_per_headline_with_its_mode_output_goal_and_worst_round():
+    result = made_up_shootout()
+    table = reference.shuffle_table(result)
+    rows = [line for line in table.splitlines() if line.startswith("| ")][1:]
+    assert len(rows) == len(reference.HEADLINES)
+    for row, (label, mode, out, *_) in zip(rows, reference.HEADLINES, strict=True):
+        assert row.startswith(f"| {label} | {mode} | {out} | "), row
+    assert "| speed | tensors | >= 1.20x, worst round >= 0.95x |" in rows[0]
+    assert "| reproducible | tensors | - | - |" in rows[1], "no goals in reproducible mode"
+    for text in ("warm page cache", "speed and reproducible", "2 fresh processes of 2 rounds"):
+        assert text in table
+    # the worst round: the made-up ratios are near 1, below the view's 5.0x goal
+    assert "| no: 800 B |" in rows[3]
+
+
+def shuffle_reference_in_two_modes() -> dict:
+    result = reference.load("shuffle")
+    if "modes" not in next(iter(result["shootout"].values())):
+        pytest.skip(
+            "reference/shuffle.json predates issue 35's two modes: the lead reruns "
+            "`python -m benchmarks --reference shuffle`, then pastes the table "
+            "`python -m benchmarks.reference` prints into README.md"
+        )
+    return result
+
+
 def test_the_readme_quotes_the_shuffle_reference_table_exactly():
-    table = reference.shuffle_table(reference.load("shuffle"))
+    table = reference.shuffle_table(shuffle_reference_in_two_modes())
     readme = (ROOT / "README.md").read_text()
     assert table in readme, (
         f"README.md should hold this table (python -m benchmarks.reference):\n{table}"
@@ -166,7 +206,7 @@ def test_the_readme_quotes_the_shuffle_reference_table_exactly():
 
 
 def test_the_table_changes_when_a_ratio_does():
-    result = reference.load("shuffle")
+    result = shuffle_reference_in_two_modes()
     before = reference.shuffle_table(result)
     changed = 0
     for found in result["comparisons"]:  # one at a time: whatever rows reference.py picks
@@ -207,6 +247,17 @@ def test_the_scale_reference_if_committed_holds_every_measurement():
     except FileNotFoundError:
         pytest.skip("no reference/scale.json yet: the lead runs `make bench-scale` (opt-in)")
     check_scale(result, ["100x100000000", "10000x1000000"], 10**6)
+
+
+def test_the_readme_quotes_the_scale_reference_table_exactly():
+    try:
+        table = reference.scale_table(reference.load("scale"))
+    except FileNotFoundError:
+        pytest.skip("no reference/scale.json yet: the lead runs `make bench-scale` (opt-in)")
+    readme = (ROOT / "README.md").read_text()
+    assert table in readme, (
+        f"README.md should hold this table (python -m benchmarks.reference):\n{table}"
+    )
 
 
 def check_scale(result: dict, sets: list[str], sample: int) -> None:
