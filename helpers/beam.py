@@ -100,12 +100,7 @@ def convert_with_beam(
             "options": list(beam_options),
             "verbose": verbose,
             "ids": ids,
-            "payload": [
-                str(voc_root),
-                args.task,
-                args.encoding,
-                args.num_shards,
-            ],  # _keyed_payload's
+            "keyed_payload": [str(voc_root), args.task, args.encoding, args.num_shards],
             "temps": [str(t) for t in temps],
             "compression": args.compression,
         }
@@ -169,7 +164,7 @@ def _child() -> None:
             _ = (
                 pipeline
                 | "Number the ids" >> beam.Create(list(enumerate(job["ids"])))
-                | "Serialize" >> beam.Map(_keyed_payload, *job["payload"])
+                | "Serialize" >> beam.Map(_keyed_payload, *job["keyed_payload"])
                 | "Group by shard" >> beam.GroupByKey()
                 | "Write shards" >> beam.Map(_write_shard, job["temps"], job["compression"])
             )

@@ -219,12 +219,8 @@ class RecordView(contextlib.AbstractContextManager):
             now = _identity(os.stat(path))
             if now != (size, inode):
                 change = "was replaced" if now[1] != inode else f"is now {now[0]} bytes"
-                raise RecordError(
-                    path,
-                    0,
-                    0,
-                    f"the file {change} since the view opened it ({size} bytes): open a new view",
-                )
+                reason = f"the file {change} since the view opened it ({size} bytes)"
+                raise RecordError(path, 0, 0, reason + ": open a new view")
 
     def __len__(self) -> int:
         return self._firsts[-1]
