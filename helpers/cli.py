@@ -10,7 +10,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from helpers._checks import check_compression
-from helpers.describe import describe_file, format_record, format_summary
+from helpers.describe import describe_file, format_record, format_summary, plural
 from helpers.index import check_index, write_index
 from helpers.records import RecordError, detect_compression, iter_records, verify
 
@@ -21,11 +21,6 @@ _say = functools.partial(print, flush=True)  # flushed, so that stdout and stder
 def _complain(line: str) -> int:  # the line on stderr; 1, a failed command's exit status
     print(line, file=sys.stderr, flush=True)
     return 1
-
-
-def _count(number: int, noun: str) -> str:
-    """``1 record``, ``1,000 records``."""
-    return f"{number:,} {noun}" if number == 1 else f"{number:,} {noun}s"
 
 
 def _int_at_least(minimum: int, what: str) -> Callable[[str], int]:
@@ -63,7 +58,7 @@ def _intact(path: Path, asked: object, work: Callable[[Path, str | None], bool])
 def _verify(args: argparse.Namespace) -> int:
     def check(path: Path, compression: str | None) -> bool:
         how = f", {compression}" if compression else ""
-        _say(f"{path}: ok, {_count(verify(path, compression), 'record')}{how}")
+        _say(f"{path}: ok, {plural(verify(path, compression), 'record')}{how}")
         return True
 
     intact = [path for path in args.files if _intact(path, args.compression, check)]
@@ -96,7 +91,7 @@ def _index(args: argparse.Namespace) -> int:
     for path in args.files:  # a line for each, as verify
         try:
             count = check_index(path) if args.check else write_index(path, sys.stderr.isatty())
-            _say(f"{path}: {'index ok' if args.check else 'indexed'}, {_count(count[0], 'record')}")
+            _say(f"{path}: {'index ok' if args.check else 'indexed'}, {plural(count[0], 'record')}")
         except (OSError, ValueError) as error:  # RecordError is a ValueError
             failed.append(path)
             _complain(str(error))
@@ -139,7 +134,7 @@ def _convert_voc(args: argparse.Namespace) -> int:
     where = str(paths[0]) if len(paths) == 1 else f"{paths[0]} ... {paths[-1].name}"
     records = sum(verify(path, args.compression) for path in paths)  # what was written reads back
     size = sum(path.stat().st_size for path in paths)
-    counts = f"{_count(records, 'record')} in {_count(len(paths), 'file')}, {size:,} bytes"
+    counts = f"{plural(records, 'record')} in {plural(len(paths), 'file')}, {size:,} bytes"
     _say(f"wrote split {args.split!r}: {counts}: {where}")
     return 0
 
