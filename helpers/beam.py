@@ -100,7 +100,12 @@ def convert_with_beam(
             "options": list(beam_options),
             "verbose": verbose,
             "ids": ids,
-            "keyed_payload": [str(voc_root), args.task, args.encoding, args.num_shards],
+            "payload": [
+                str(voc_root),
+                args.task,
+                args.encoding,
+                args.num_shards,
+            ],  # _keyed_payload's
             "temps": [str(t) for t in temps],
             "compression": args.compression,
         }
@@ -109,9 +114,9 @@ def convert_with_beam(
             _run_in_child(job, verbose, timeout)
             for temp in temps[len(ids) :]:  # shards that receive no record: valid empty files
                 write_records(temp, [], args.compression)
-            if args.index:  # each shard's two indexes, from one walk over its headers
-                for temp, path in zip(temps, paths, strict=True):
-                    pairs += staged_index(path, np.diff(build_index(temp)), os.stat(temp))
+            if args.index:  # each shard's .index, from one walk over its headers
+                sizes = {path: np.diff(build_index(temp)).tolist() for temp, path in pairs}
+                pairs += [staged_index(path, n) for path, n in sizes.items()]
             commit(pairs, args.overwrite)
         finally:
             for temp, _ in pairs:  # and the temporary files of a worker's write_records
@@ -164,7 +169,7 @@ def _child() -> None:
             _ = (
                 pipeline
                 | "Number the ids" >> beam.Create(list(enumerate(job["ids"])))
-                | "Serialize" >> beam.Map(_keyed_payload, *job["keyed_payload"])
+                | "Serialize" >> beam.Map(_keyed_payload, *job["payload"])
                 | "Group by shard" >> beam.GroupByKey()
                 | "Write shards" >> beam.Map(_write_shard, job["temps"], job["compression"])
             )
