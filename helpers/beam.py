@@ -96,16 +96,12 @@ def convert_with_beam(
         prepare(paths, args.overwrite)  # the local engine's checks, before Beam starts
         ids = split_order(voc_root, split, args.task, args.shuffle_seed)
         temps = [temp_path(p.absolute(), "beam") for p in paths]
+        payload = [str(voc_root), args.task, args.encoding, args.num_shards]  # _keyed_payload's
         job = {
             "options": list(beam_options),
             "verbose": verbose,
             "ids": ids,
-            "payload": [
-                str(voc_root),
-                args.task,
-                args.encoding,
-                args.num_shards,
-            ],  # _keyed_payload's
+            "payload": payload,
             "temps": [str(t) for t in temps],
             "compression": args.compression,
         }

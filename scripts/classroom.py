@@ -132,6 +132,12 @@ def student_copy(path: Path) -> nbformat.NotebookNode:
     return nb
 
 
+def grade(cell: nbformat.NotebookNode, number: int, role: str, **grading: object) -> None:
+    """Give ``cell`` the metadata nbgrader reads (schema version 3) for exercise ``number``."""
+    grade_id = f"exercise-{number}-{role}"
+    cell.metadata["nbgrader"] = {**grading, "grade_id": grade_id, "schema_version": 3}
+
+
 def assignment_source(path: Path) -> nbformat.NotebookNode:
     """The notebook at ``path`` as an nbgrader source notebook (outputs cleared): each
     solution right after its stub as a solution cell, each check an autograded test, and no
@@ -143,19 +149,9 @@ def assignment_source(path: Path) -> nbformat.NotebookNode:
     for exercise in reversed(listed):  # from the last, so that earlier indexes stay valid
         solution = copy.deepcopy(nb.cells[exercise.solution])
         solution.source = f"### BEGIN SOLUTION\n{solution.source}\n### END SOLUTION"
-        grading = {"solution": True, "grade": False, "locked": False}
-        solution.metadata["nbgrader"] = {
-            **grading,
-            "grade_id": f"exercise-{exercise.number}-solution",
-            "schema_version": 3,
-        }
+        grade(solution, exercise.number, "solution", solution=True, grade=False, locked=False)
         check = cells[exercise.check]
-        grading = {"solution": False, "grade": True, "locked": True, "points": 1}
-        check.metadata["nbgrader"] = {
-            **grading,
-            "grade_id": f"exercise-{exercise.number}-check",
-            "schema_version": 3,
-        }
+        grade(check, exercise.number, "check", solution=False, grade=True, locked=True, points=1)
         cells.insert(exercise.check, solution)
     shift = len(listed)  # the solutions inserted before the Solutions section
     del cells[first + shift : end + shift]
