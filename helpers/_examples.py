@@ -167,28 +167,24 @@ def parse(payload: bytes) -> tuple[str, object]:
     """``(kind, message)``, kind "Example", "SequenceExample" or "TensorProto"; else ValueError."""
     from google.protobuf.message import DecodeError
 
-    parsed = {}
-    for name in ("SequenceExample", "TensorProto"):
+    problem = "protobuf cannot parse it"
+    for name in ("SequenceExample", "TensorProto"):  # the first that has all the fields wins
         try:
-            parsed[name] = message(name).FromString(payload)
+            parsed = message(name).FromString(payload)
         except DecodeError:
             continue
-        size = parsed[name].ByteSize()
-        parsed[name].DiscardUnknownFields()  # fields the message does not have: a PNG, text, ...
-        if parsed[name].ByteSize() != size:
-            parsed[name] = None
-    sequence, tensor = parsed.get("SequenceExample"), parsed.get("TensorProto")
-    if sequence is not None:
-        return ("SequenceExample" if sequence.HasField("feature_lists") else "Example"), sequence
-    if tensor is not None and _readable(tensor):  # one that tf.io.parse_tensor reads
-        return "TensorProto", tensor
-    if tensor is not None:
-        shape = [dim.size for dim in tensor.tensor_shape.dim]
-        problem = f"TensorProto of unknown dtype or wrong size: dtype {tensor.dtype}, shape {shape}"
-    elif parsed:
-        problem = "protobuf, but with fields none of them has"
-    else:
-        problem = "protobuf cannot parse it"
+        size = parsed.ByteSize()
+        parsed.DiscardUnknownFields()  # fields the message does not have: a PNG, text, ...
+        if parsed.ByteSize() != size:
+            problem = "protobuf, but with fields none of them has"
+        elif name == "SequenceExample":
+            return ("SequenceExample" if parsed.HasField("feature_lists") else "Example"), parsed
+        elif _readable(parsed):  # one that tf.io.parse_tensor reads
+            return "TensorProto", parsed
+        else:
+            shape = [dim.size for dim in parsed.tensor_shape.dim]
+            what = f"dtype {parsed.dtype}, shape {shape}"
+            problem = f"TensorProto of unknown dtype or wrong size: {what}"
     looks = _LOOKS.get(looks_like(payload))
     start = f"look like {looks}" if looks else f"start {payload[:8].hex()}"
     what = f"{len(payload):,} bytes that {start}"
