@@ -137,13 +137,12 @@ def format_summary(summary: FileSummary) -> str:
     if kind == "SequenceExample":
         tables = [("context feature", summary.features), ("feature list", summary.feature_lists)]
     for title, features in tables:
-        per = ["steps/record", "values/step"] if title == "feature list" else ["values/record"]
+        lists = title == "feature list"
+        per = ["steps/record", "values/step"] if lists else ["values/record"]
         rows = [[title, "type", *per, "bytes/value", "present in"]]
         for f in features.values():
-            spans = [_span(f.values), _span(f.value_bytes)]
-            if title == "feature list":
-                spans.insert(0, _span(f.steps))
-            rows.append([f.name, f.type, *spans, f"{f.present:,} of {n:,}"])
+            spans = [f.steps, f.values, f.value_bytes] if lists else [f.values, f.value_bytes]
+            rows.append([f.name, f.type, *map(_span, spans), f"{f.present:,} of {n:,}"])
         lines += _table(rows) if len(rows) > 1 else [f"  no {title}s"]
     return "\n".join(lines)
 
