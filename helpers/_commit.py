@@ -69,27 +69,25 @@ def _locked(folder: Path) -> Iterator[int]:
     fd = os.open(folder, os.O_RDONLY)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)
-        _finish_interrupted(folder, fd)
+        for journal in sorted(folder.glob(".*.commit")):
+            try:
+                pairs = [(str(temp), str(path)) for temp, path in json.loads(journal.read_bytes())]
+            except (ValueError, TypeError):  # empty or cut short: no rename had started
+                pairs = []
+            for temp, path in pairs:
+                if os.path.exists(temp):
+                    os.replace(temp, path)
+            os.fsync(fd)
+            journal.unlink()
+            os.fsync(fd)
+            message = f"dropped the journal {journal.name}, not whole"
+            if pairs:
+                names = ", ".join(Path(path).name for _, path in pairs)
+                message = f"finished an interrupted write in {folder}: {names}"
+            warnings.warn(message, stacklevel=6)  # past _locked, prepare and the writer
         yield fd
     finally:
         os.close(fd)  # releases the lock, as the death of the process does
-
-
-def _finish_interrupted(folder: Path, fd: int) -> None:
-    for journal in sorted(folder.glob(".*.commit")):
-        try:
-            pairs = [(str(temp), str(path)) for temp, path in json.loads(journal.read_bytes())]
-        except (ValueError, TypeError):  # empty or cut short: no rename had started
-            pairs = []
-        for temp, path in pairs:
-            if os.path.exists(temp):
-                os.replace(temp, path)
-        os.fsync(fd)
-        journal.unlink()
-        os.fsync(fd)
-        done = f"finished an interrupted write in {folder}: " if pairs else "dropped the journal "
-        names = ", ".join(Path(path).name for _, path in pairs) or f"{journal.name}, not whole"
-        warnings.warn(done + names, stacklevel=7)  # past _locked
 
 
 def _writer_is_dead(temp: Path) -> bool:

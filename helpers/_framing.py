@@ -1,10 +1,7 @@
-"""How a TFRecord file frames each record, and the one check of a record.
-
-A record is a 12-byte header (uint64 little-endian payload length, then the masked CRC32C of
-those 8 bytes), the payload, and a 4-byte footer (the masked CRC32C of the payload).
-:func:`check_header` and :func:`check_payload` are the check, with a reason for each kind of
-damage. :func:`unframe` (one record) and :func:`unframe_many` (with NumPy) are its fast forms
-for memory-mapped files: the same comparisons, and a record that fails them goes to the check.
+"""How a TFRecord file frames each record (:data:`HEADER`, the payload, its masked CRC32C), and
+the one check of a record: :func:`check_header` and :func:`check_payload`, with a reason for
+each kind of damage. :func:`unframe` and :func:`unframe_many` (NumPy) are its fast forms for
+memory-mapped files: the same comparisons; a record that fails them goes to the check.
 """
 
 import os
@@ -16,11 +13,10 @@ import numpy as np
 from helpers._magic import MAGIC
 
 LENGTH, CRC = struct.Struct("<Q"), struct.Struct("<I")  # the payload length; a masked CRC32C
-HEADER = struct.Struct("<QI")  # the length, then the masked CRC of its 8 bytes
+HEADER = struct.Struct("<QI")  # the length, then the masked CRC32C of its 8 bytes
 HEADER_SIZE, FOOTER_SIZE = HEADER.size, CRC.size  # 12 and 4
 FRAME_SIZE = HEADER_SIZE + FOOTER_SIZE  # the bytes a record adds to its payload
 HEADER_DTYPE = np.dtype([("length", "<u8"), ("crc", "<u4")])  # packed: HEADER, as NumPy reads it
-CRC_DTYPE = np.dtype("<u4")
 MASK_DELTA = 0xA282EAD8
 MAX_RECORD_BYTES = 1 << 28  # the most bytes of one record a reader holds, by default
 CHUNK = 1 << 20  # the bytes a reader reads or inflates, or a writer gathers, at a time
@@ -125,7 +121,7 @@ def unframe_many(data: bytes, starts: np.ndarray, ends: np.ndarray) -> tuple[lis
     """:func:`unframe` for the records of ``data`` from ``starts`` to ``ends``, with NumPy: their
     payloads, and a mask of those that fail the comparisons (then the check says why)."""
     every_header = np.ndarray(len(data) - HEADER_SIZE + 1, HEADER_DTYPE, data, 0, (1,))
-    every_crc = np.ndarray(len(data) - FOOTER_SIZE + 1, CRC_DTYPE, data, 0, (1,))  # at each byte
+    every_crc = np.ndarray(len(data) - FOOTER_SIZE + 1, "<u4", data, 0, (1,))  # at each byte
     headers, footers = every_header[starts], every_crc[ends - FOOTER_SIZE]
     where = zip((starts + HEADER_SIZE).tolist(), (ends - FOOTER_SIZE).tolist(), strict=True)
     payloads = [data[first:last] for first, last in where]

@@ -34,7 +34,7 @@ class _RecordFile:
         self.pairs = [(self.temp, path)]  # temporary and final names, to commit
         self.parts: list[bytes] = []  # framed records not yet written
         self.held = 0  # their payloads' bytes
-        self.file = open(self.temp, "xb", buffering=0)
+        self.file = open(self.temp, "xb")  # buffered: a write writes all it is given
         wbits = _WBITS.get(compression)
         self.deflate = zlib.compressobj(6, zlib.DEFLATED, wbits, 9) if wbits else None
 
@@ -49,20 +49,15 @@ class _RecordFile:
 
     def flush(self) -> None:
         data = b"".join(self.parts)
-        self.put(self.deflate.compress(data) if self.deflate else data)
+        self.file.write(self.deflate.compress(data) if self.deflate else data)
         self.parts, self.held = [], 0
-
-    def put(self, data: bytes) -> None:
-        """Write all of ``data``: an unbuffered write may take less than it is given."""
-        view = memoryview(data)
-        while view:
-            view = view[self.file.write(view) :]
 
     def finish(self) -> None:
         """Write what is left, sync the file: the data is on disk before a name points at it."""
         self.flush()
         if self.deflate:
-            self.put(self.deflate.flush())
+            self.file.write(self.deflate.flush())
+        self.file.flush()
         os.fsync(self.file.fileno())
         self.file.close()
         if self.sizes is not None:
@@ -88,11 +83,11 @@ def _write_all(
     try:
         files.extend(_RecordFile(path, compression, index) for path in paths)
         for number, payload in enumerate(payloads):
-            if not isinstance(payload, bytes):  # google_crc32c takes bytes only
-                if not isinstance(payload, (bytearray, memoryview)):
-                    kind, target = type(payload).__name__, paths[number % len(paths)]
-                    raise TypeError(f"record {number} for {target} is {kind}, expected bytes")
+            if isinstance(payload, (bytearray, memoryview)):  # google_crc32c takes bytes only
                 payload = bytes(payload)
+            elif not isinstance(payload, bytes):
+                kind, target = type(payload).__name__, paths[number % len(paths)]
+                raise TypeError(f"record {number} for {target} is {kind}, expected bytes")
             files[number % len(files)].write(payload)
         for file in files:
             file.finish()
@@ -172,10 +167,7 @@ class _Inflater(io.RawIOBase):
 def _streamed(stream: BinaryIO, length: int, path: Path, index: int, offset: int) -> None:
     """:func:`check_payload` for a payload read piece by piece, never held whole."""
     crc, size = google_crc32c.value(b""), 0
-    while size < length:
-        piece = stream.read(min(length - size, framing.CHUNK))
-        if not piece:
-            break
+    while size < length and (piece := stream.read(min(length - size, framing.CHUNK))):
         crc, size = google_crc32c.extend(crc, piece), size + len(piece)
     footer = stream.read(framing.FOOTER_SIZE) if size == length else b""
     framing.check_size(size + len(footer), length, path, index, offset)

@@ -1,6 +1,7 @@
 """helpers.records: TFRecord framing, atomic (sharded) writing, checked reading."""
 
 import gzip
+import io
 import os
 import pickle
 import struct
@@ -91,13 +92,16 @@ def test_large_records_round_trip_with_default_buffers(tmp_path, compression):
     assert list(iter_records(path, compression)) == payloads
 
 
-class ShortWrites:
-    """An unbuffered file whose every write takes at most 1,000 bytes, as a write to a nearly
-    full disk or of more than 2 GiB may: the writer must write the rest itself."""
+class ShortWrites(io.RawIOBase):
+    """A raw file whose every write takes at most 1,000 bytes, as a write to a nearly full disk
+    or of more than 2 GiB may: someone (the writer, or the buffer over it) must write the rest."""
 
-    def __init__(self, path, mode, buffering=-1):
-        self.file = open(path, mode, buffering=buffering)
+    def __init__(self, path, mode):
+        self.file = open(path, mode, buffering=0)
         self.calls = 0
+
+    def writable(self):
+        return True
 
     def write(self, data):
         self.calls += 1
@@ -108,6 +112,7 @@ class ShortWrites:
 
     def close(self):
         self.file.close()
+        super().close()
 
 
 @pytest.mark.parametrize("compression", COMPRESSIONS)
@@ -116,9 +121,9 @@ def test_a_short_write_is_followed_by_the_rest(tmp_path, monkeypatch, compressio
 
     opened = []
 
-    def short_open(*args, **kwargs):
-        opened.append(ShortWrites(*args, **kwargs))
-        return opened[-1]
+    def short_open(path, mode, buffering=-1):  # as open: buffered unless buffering=0
+        opened.append(ShortWrites(path, mode))
+        return opened[-1] if buffering == 0 else io.BufferedWriter(opened[-1])
 
     monkeypatch.setattr(helpers.records, "open", short_open, raising=False)
     payloads = payloads_of([5000, 3, 20_000], seed=2)
