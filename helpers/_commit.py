@@ -17,14 +17,14 @@ import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
-from helpers._checks import check_compression, check_int
+from helpers._checks import PathLike, check_compression, check_int
 from helpers._framing import INDEX_SUFFIX
 
 SUFFIX = {None: ".tfrecord", "GZIP": ".tfrecord.gz", "ZLIB": ".tfrecord.zz"}
 
 
 def shard_paths(
-    prefix: str | os.PathLike, num_shards: int, compression: str | None = None, index: bool = False
+    prefix: PathLike, num_shards: int, compression: str | None = None, index: bool = False
 ) -> list[Path]:
     """``<prefix>-00000-of-00004.tfrecord`` (``.tfrecord.gz`` for GZIP, ``.zz`` for ZLIB);
     TypeError or ValueError for a bad ``num_shards`` or ``compression``, or with ``index``."""
@@ -156,7 +156,7 @@ def commit(pairs: list[tuple[Path, Path]], overwrite: bool) -> None:
 
 
 @contextlib.contextmanager
-def output_folder(prefix: str | os.PathLike) -> Iterator[None]:
+def output_folder(prefix: PathLike) -> Iterator[None]:
     """Create the folder of ``prefix`` as needed; if the work inside fails, remove what it made."""
     folder = Path(prefix).absolute().parent
     missing = [f for f in (folder, *folder.parents) if not f.exists()]  # deepest first

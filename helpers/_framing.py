@@ -4,12 +4,12 @@ each kind of damage. :func:`unframe` and :func:`unframe_many` (NumPy) are its fa
 memory-mapped files: the same comparisons; a record that fails them goes to the check.
 """
 
-import os
 import struct
 
 import google_crc32c
 import numpy as np
 
+from helpers._checks import PathLike
 from helpers._magic import MAGIC
 
 LENGTH, CRC = struct.Struct("<Q"), struct.Struct("<I")  # the payload length; a masked CRC32C
@@ -27,7 +27,7 @@ class RecordError(ValueError):
     """A damaged TFRecord file: ``path``, record ``index``, header ``offset`` (uncompressed
     stream), and the ``reason``."""
 
-    def __init__(self, path: str | os.PathLike, index: int, offset: int, reason: str) -> None:
+    def __init__(self, path: PathLike, index: int, offset: int, reason: str) -> None:
         self.path, self.index, self.offset, self.reason = str(path), index, offset, reason
         super().__init__(f"{self.path}: record {index} at byte {offset}: {reason}")
 
@@ -53,7 +53,7 @@ def frame(payload: bytes) -> tuple[bytes, bytes, bytes]:
 
 
 def check_header(
-    header: bytes, path: str | os.PathLike, index: int, offset: int, limit: int | None = None
+    header: bytes, path: PathLike, index: int, offset: int, limit: int | None = None
 ) -> int:
     """Check one 12-byte record header; return the payload length it announces. RecordError if
     the header is cut short, its length CRC does not match, or the length is over ``limit``
@@ -76,7 +76,7 @@ def check_header(
     return length
 
 
-def check_size(size: int, length: int, path: str | os.PathLike, index: int, offset: int) -> None:
+def check_size(size: int, length: int, path: PathLike, index: int, offset: int) -> None:
     """RecordError unless the ``size`` bytes after a header hold its payload and footer."""
     if size < length:
         reason = f"file ends inside the payload ({size} of {length} bytes)"
@@ -86,16 +86,14 @@ def check_size(size: int, length: int, path: str | os.PathLike, index: int, offs
         raise RecordError(path, index, offset, reason)
 
 
-def check_crc(masked: int, footer: bytes, path: str | os.PathLike, index: int, offset: int) -> None:
+def check_crc(masked: int, footer: bytes, path: PathLike, index: int, offset: int) -> None:
     """RecordError unless a payload's ``masked`` CRC is the one its ``footer`` holds."""
     if masked != CRC.unpack_from(footer)[0]:
         reason = "payload CRC mismatch: the record's bytes were changed"
         raise RecordError(path, index, offset, reason)
 
 
-def check_payload(
-    body: bytes, length: int, path: str | os.PathLike, index: int, offset: int
-) -> bytes:
+def check_payload(body: bytes, length: int, path: PathLike, index: int, offset: int) -> bytes:
     """Check a record's payload and its 4-byte CRC in ``body``; return the payload. RecordError
     if ``body`` is cut short or the payload CRC does not match."""
     check_size(len(body), length, path, index, offset)

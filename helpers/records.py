@@ -14,7 +14,7 @@ from typing import BinaryIO
 import google_crc32c
 
 import helpers._framing as framing
-from helpers._checks import check_compression, check_int
+from helpers._checks import PathLike, check_compression, check_int
 from helpers._commit import commit, prepare, shard_paths, staged_index, temp_path
 from helpers._framing import RecordError, check_header, check_payload, masked_crc32c  # noqa: F401
 from helpers._magic import MAGIC, looks_like_zlib
@@ -90,7 +90,7 @@ def _write_all(
 
 
 def write_records(
-    path: str | os.PathLike,
+    path: PathLike,
     payloads: Iterable[bytes],
     compression: str | None = None,
     overwrite: bool = False,
@@ -107,7 +107,7 @@ def write_records(
 
 
 def write_sharded(
-    prefix: str | os.PathLike,
+    prefix: PathLike,
     payloads: Iterable[bytes],
     num_shards: int,
     compression: str | None = None,
@@ -127,10 +127,10 @@ def write_sharded(
 
 
 class _Inflater(io.RawIOBase):
-    """The uncompressed bytes of a GZIP or ZLIB file, as a readable stream."""
+    """The uncompressed bytes of an open GZIP or ZLIB file, as a readable stream."""
 
-    def __init__(self, path: Path, compression: str) -> None:
-        self.file = open(path, "rb")
+    def __init__(self, file: BinaryIO, compression: str) -> None:
+        self.file = file
         self.inflate = zlib.decompressobj(_WBITS[compression])
 
     def readable(self) -> bool:
@@ -149,10 +149,6 @@ class _Inflater(io.RawIOBase):
             raise EOFError("unexpected data after the end of the compressed stream")
         return 0
 
-    def close(self) -> None:
-        self.file.close()
-        super().close()
-
 
 def _streamed(stream: BinaryIO, length: int, path: Path, index: int, offset: int) -> None:
     """:func:`check_payload` for a payload read piece by piece, never held whole."""
@@ -167,9 +163,10 @@ def _streamed(stream: BinaryIO, length: int, path: Path, index: int, offset: int
 def _records(path: Path, compression: str | None, limit: int | None) -> Iterator[tuple]:
     """``(offset, payload)`` of every checked record; ``limit=None`` (verify): payloads not held."""
     index = offset = 0
-    raw = _Inflater(path, compression) if compression else open(path, "rb", buffering=0)
+    file = open(path, "rb", buffering=0)
+    raw = _Inflater(file, compression) if compression else file
     try:
-        with io.BufferedReader(raw, framing.CHUNK) as stream:
+        with file, io.BufferedReader(raw, framing.CHUNK) as stream:
             while header := stream.read(framing.HEADER_SIZE):
                 length = check_header(header, path, index, offset, limit)
                 if limit is None:  # verify: nothing held
@@ -184,7 +181,7 @@ def _records(path: Path, compression: str | None, limit: int | None) -> Iterator
 
 
 def iter_records(
-    path: str | os.PathLike,
+    path: PathLike,
     compression: str | None = None,
     offsets: bool = False,
     max_record_bytes: int | None = None,
@@ -200,13 +197,13 @@ def iter_records(
     return records if offsets else (payload for _, payload in records)
 
 
-def verify(path: str | os.PathLike, compression: str | None = None) -> int:
+def verify(path: PathLike, compression: str | None = None) -> int:
     """Check every record of a TFRecord file, streaming (small memory); return how many. Raises as
     :func:`iter_records`: RecordError at the first damaged record (file, index, byte offset)."""
     return sum(1 for _ in _records(Path(path), check_compression(compression), None))
 
 
-def detect_compression(path: str | os.PathLike) -> str | None:
+def detect_compression(path: PathLike) -> str | None:
     """How a record file is stored, told by its first bytes (notebook 06): ``None`` for a valid
     first header or an empty file, else ``"GZIP"`` for the GZIP magic, ``"ZLIB"`` for a zlib
     header. RecordError (record 0, byte 0) if none fits; FileNotFoundError if there is no file."""
