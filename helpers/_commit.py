@@ -105,18 +105,20 @@ def _writer_is_dead(temp: Path) -> bool:
 
 def prepare(paths: list[Path], overwrite: bool) -> None:
     """Before writing ``paths``: finish killed writers' commits, remove their temporary files, say
-    so. FileExistsError if one of ``paths`` exists, unless ``overwrite``."""
-    stale = []
-    if paths[0].parent.is_dir():
-        with _locked(paths[0].parent):
-            temps = [t for p in paths for t in p.parent.glob(f".{glob.escape(p.name)}.*.tmp")]
-            stale = [temp for temp in temps if _writer_is_dead(temp)]
-            for temp in stale:
-                temp.unlink(missing_ok=True)
+    so. FileNotFoundError if their folder does not exist; FileExistsError if one of ``paths``
+    exists, unless ``overwrite``."""
+    folder = paths[0].parent
+    if not folder.is_dir():
+        raise FileNotFoundError(f"cannot write {paths[0]}: its folder {folder} does not exist")
+    with _locked(folder):
+        temps = [t for p in paths for t in folder.glob(f".{glob.escape(p.name)}.*.tmp")]
+        stale = [temp for temp in temps if _writer_is_dead(temp)]
+        for temp in stale:
+            temp.unlink(missing_ok=True)
     if stale:
         names = ", ".join(t.name for t in stale)
         message = f"removed {len(stale)} temporary file(s) left by a writer that was killed"
-        warnings.warn(f"{message} in {stale[0].parent}: {names}", stacklevel=4)
+        warnings.warn(f"{message} in {folder}: {names}", stacklevel=4)
     existing = [str(p) for p in paths if p.exists()]
     if existing and not overwrite:
         verb = "exists" if len(existing) == 1 else "exist"

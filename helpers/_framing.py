@@ -48,8 +48,7 @@ def masked_crc32c(data: bytes) -> int:
 def frame(payload: bytes) -> tuple[bytes, bytes, bytes]:
     """The record that holds ``payload`` (bytes), in three parts: header, payload, footer."""
     length = LENGTH.pack(len(payload))
-    header = length + CRC.pack(mask(google_crc32c.value(length)))
-    return header, payload, CRC.pack(mask(google_crc32c.value(payload)))
+    return length + CRC.pack(masked_crc32c(length)), payload, CRC.pack(masked_crc32c(payload))
 
 
 def check_header(

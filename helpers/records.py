@@ -1,6 +1,5 @@
 """TFRecord files in pure Python: write, read and verify them, plain, ``"GZIP"`` or ``"ZLIB"``
-as TensorFlow writes them (notebooks 02 and 06). A record's layout and the one check of it
-(:func:`check_header`, :func:`check_payload`, :class:`RecordError`) live in ``helpers._framing``.
+as TensorFlow writes them (notebooks 02 and 06), with the record check of ``helpers._framing``.
 """
 
 import contextlib
@@ -27,8 +26,6 @@ class _RecordFile:
     temporary file, which :func:`helpers._commit.commit` renames over ``path``."""
 
     def __init__(self, path: Path, compression: str | None, index: bool = False) -> None:
-        if not path.parent.is_dir():
-            raise FileNotFoundError(f"cannot write {path}: its folder {path.parent} does not exist")
         self.path, self.count, self.temp = path, 0, temp_path(path)
         self.sizes: list[int] | None = [] if index else None  # of each record, for the index
         self.pairs = [(self.temp, path)]  # temporary and final names, to commit
