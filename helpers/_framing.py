@@ -101,17 +101,12 @@ def check_payload(body: bytes, length: int, path: PathLike, index: int, offset: 
 
 
 def unframe(data: bytes, start: int, end: int) -> bytes | None:
-    """The payload of the record in ``data[start:end]`` if its length and both CRCs match, else
-    None (then :func:`check_header` and :func:`check_payload` say why)."""
-    length, length_crc = HEADER.unpack_from(data, start)
+    """The payload of the record in ``data[start:end]`` if it is what :func:`frame` makes of
+    it, else None (then :func:`check_header` and :func:`check_payload` say why)."""
     payload = data[start + HEADER_SIZE : end - FOOTER_SIZE]
-    if (
-        length == len(payload)
-        and masked_crc32c(data[start : start + LENGTH.size]) == length_crc
-        and masked_crc32c(payload) == CRC.unpack_from(data, end - FOOTER_SIZE)[0]
-    ):
-        return payload
-    return None
+    header, _, footer = frame(payload)
+    intact = data[start : start + HEADER_SIZE] == header and data[end - FOOTER_SIZE : end] == footer
+    return payload if intact else None
 
 
 def unframe_many(data: bytes, starts: np.ndarray, ends: np.ndarray) -> tuple[list, np.ndarray]:
