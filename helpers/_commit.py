@@ -104,9 +104,8 @@ def _writer_is_dead(temp: Path) -> bool:
 
 
 def prepare(paths: list[Path], overwrite: bool) -> None:
-    """Before writing ``paths``: finish killed writers' commits, remove their temporary files, say
-    so. FileNotFoundError if their folder does not exist; FileExistsError if one of ``paths``
-    exists, unless ``overwrite``."""
+    """Before writing ``paths``: finish killed writers' commits, remove their temporary files.
+    FileNotFoundError without their folder; FileExistsError if one exists, unless ``overwrite``."""
     folder = paths[0].parent
     if not folder.is_dir():
         raise FileNotFoundError(f"cannot write {paths[0]}: its folder {folder} does not exist")
