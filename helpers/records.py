@@ -134,17 +134,16 @@ class _Inflater(io.RawIOBase):
         return True
 
     def readinto(self, buffer: memoryview) -> int:  # inflates at most 1 MiB at a time
-        while not self.inflate.eof:
+        piece = b""
+        while not piece and not self.inflate.eof:
             data = self.inflate.unconsumed_tail or self.file.read(framing.CHUNK)
             if not data:
                 raise EOFError("the compressed stream ends early")
             piece = self.inflate.decompress(data, min(len(buffer), framing.CHUNK))
-            if piece:
-                buffer[: len(piece)] = piece
-                return len(piece)
-        if self.inflate.unused_data or self.file.read(1):
+        if not piece and (self.inflate.unused_data or self.file.read(1)):  # at the end
             raise EOFError("unexpected data after the end of the compressed stream")
-        return 0
+        buffer[: len(piece)] = piece
+        return len(piece)
 
 
 def _streamed(stream: BinaryIO, length: int, path: Path, index: int, offset: int) -> None:
