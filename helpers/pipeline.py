@@ -188,9 +188,8 @@ def voc_batches(
         if not augment:
             return crop_or_pad(image, mask, size)
         coins = tf.random.stateless_uniform([3], seed=tf.stack([draw, 0]))  # window and flip
-        image, mask = crop_or_pad(image, mask, size, coins[:2])
-        flipped = lambda: (tf.reverse(image, [1]), tf.reverse(mask, [1]))  # noqa: E731
-        return tf.cond(coins[2] < 0.5, flipped, lambda: (image, mask))
+        pair = crop_or_pad(image, mask, size, coins[:2])
+        return tuple(tf.where(coins[2] < 0.5, tf.reverse(x, [1]), x) for x in pair)
 
     if augment:  # one random number per record; no zip without augmentation (bench_pipeline)
         draws = tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=True)
