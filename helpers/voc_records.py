@@ -34,9 +34,8 @@ def feature_spec(encoding: str) -> dict:
 def voc_example(
     root: str | os.PathLike, image_id: str, encoding: str = "raw"
 ) -> "tf.train.Example":
-    """The Example of one VOC pair (notebook 02, "Build one Example from one pair"). VOCError for
-    what ``voc.load_pair`` refuses, and with ``encoding="encoded"`` for a photo not a JPEG;
-    ValueError for an unknown ``encoding``."""
+    """The Example of one VOC pair (notebook 02, "Build one Example from one pair"). Raises as
+    :func:`record_payload`: VOCError for a bad pair or a non-JPEG, ValueError for a bad encoding."""
     import tensorflow as tf
 
     return tf.train.Example.FromString(record_payload(root, image_id, "segmentation", encoding))
@@ -66,18 +65,15 @@ def record_payload(
     if task == "detection":
         return example_bytes(keys, _detection_values(root, image_id))
     image, mask = voc.load_pair(root, image_id)  # decodes every pixel of both files
-    name, (height, width) = voc.image_path(root, image_id).name.encode(), mask.shape
+    height, width = mask.shape
     if encoding == "raw":
+        name = voc.image_path(root, image_id).name.encode()
         raw = {"image_raw": image.tobytes(), "mask_raw": mask.tobytes(), "filename": name}
         return example_bytes(keys, {"height": height, "width": width, **raw})
     png = io.BytesIO()  # grayscale: tf.io.decode_png gives the indices back, not colours
     Image.fromarray(mask).save(png, format="PNG")
     values = {
-        "image/encoded": _read_jpeg(root, image_id),
-        "image/filename": name,
-        "image/format": b"jpeg",
-        "image/height": height,
-        "image/width": width,
+        **_photo_values(root, image_id, height, width),
         "image/channels": 3,
         "image/segmentation/class/encoded": png.getvalue(),
         "image/segmentation/class/format": b"png",
@@ -85,32 +81,35 @@ def record_payload(
     return example_bytes(keys, values)
 
 
-def _read_jpeg(root: str | os.PathLike, image_id: str) -> bytes:
+def _photo_values(root: str | os.PathLike, image_id: str, height: int, width: int) -> dict:
+    """The ``image/`` values of the photo that both JPEG schemas share; VOCError if not a JPEG."""
     path = voc.image_path(root, image_id)
     jpeg = path.read_bytes()
     if looks_like(jpeg) != "JPEG":
         raise voc.VOCError(f"photo of image id {image_id!r} is not a JPEG file: {path}")
-    return jpeg
+    return {
+        "image/encoded": jpeg,
+        "image/filename": path.name.encode(),
+        "image/format": b"jpeg",
+        "image/height": height,
+        "image/width": width,
+    }
 
 
 def _detection_values(root: str | os.PathLike, image_id: str) -> dict[str, object]:
     """The values of an image's detection record, as ``create_pascal_tf_record.py`` has them."""
     annotation = voc.load_annotation(root, image_id)
     height, width = voc.load_image(root, image_id).shape[:2]  # decodes every pixel
-    jpeg = _read_jpeg(root, image_id)
+    photo = _photo_values(root, image_id, height, width)
     if (height, width) != (annotation.height, annotation.width):
         sizes = f"{width}x{height}, annotation says {annotation.width}x{annotation.height}"
         where = f"photo of image id {image_id!r}"
         raise voc.VOCError(f"{where} is {sizes}: {voc.image_path(root, image_id)}")
-    objects, name = annotation.objects, annotation.filename.encode()
+    objects = annotation.objects  # load_annotation checked its filename is the photo's
     values = {
-        "image/height": height,
-        "image/width": width,
-        "image/filename": name,
-        "image/source_id": name,
-        "image/key/sha256": hashlib.sha256(jpeg).hexdigest().encode(),
-        "image/encoded": jpeg,
-        "image/format": b"jpeg",
+        **photo,
+        "image/source_id": photo["image/filename"],
+        "image/key/sha256": hashlib.sha256(photo["image/encoded"]).hexdigest().encode(),
         "image/object/class/text": [o.name.encode() for o in objects],
         "image/object/class/label": [voc.VOC_CLASSES.index(o.name) for o in objects],
         "image/object/difficult": [int(o.difficult) for o in objects],
