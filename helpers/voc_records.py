@@ -17,6 +17,7 @@ from helpers._commit import output_folder
 from helpers._examples import CORNERS, SEGMENTATION, check_task, example_bytes, parsing_spec
 from helpers._magic import looks_like
 from helpers.records import write_sharded
+from helpers.shuffle import permutation
 
 if TYPE_CHECKING:
     import tensorflow as tf
@@ -51,8 +52,6 @@ def split_order(
     ids = voc.read_split(root, split, "Main" if task == "detection" else "Segmentation")
     if shuffle_seed is None:
         return ids
-    from helpers.shuffle import permutation
-
     return [ids[i] for i in permutation(len(ids), shuffle_seed)]
 
 
