@@ -59,6 +59,10 @@ def _intact(path: Path, asked: object, work: Callable[[Path, str | None], bool])
 
 
 def _verify(args: argparse.Namespace) -> int:
+    """Check every record of TFRecord files (both CRCs, complete framing): one ok line per intact
+    file, one line on stderr per damaged file naming the record, its byte offset and what is
+    wrong; then exit status 1."""
+
     def check(path: Path, compression: str | None) -> bool:
         how = f", {compression}" if compression else ""
         _say(f"{path}: ok, {_count(verify(path, compression), 'record')}{how}")
@@ -71,6 +75,10 @@ def _verify(args: argparse.Namespace) -> int:
 
 
 def _inspect(args: argparse.Namespace) -> int:
+    """Count records and infer the features of TFRecord files (Example, SequenceExample or
+    serialized tensors): for each feature its type, values per record and in how many records
+    it is present; for tensors dtype and shape."""
+
     def describe(path: Path, compression: str | None) -> bool:
         if path != args.files[0]:
             _say("")
@@ -90,6 +98,9 @@ def _inspect(args: argparse.Namespace) -> int:
 
 
 def _convert_voc(args: argparse.Namespace) -> int:
+    """Convert a split of a VOC2012-layout folder into TFRecord shards
+    PREFIX-00000-of-0000N.tfrecord, with a progress bar on stderr and a one-line summary.
+    Existing outputs are replaced only with --overwrite."""
     if args.voc_root is not None and not args.voc_root.is_dir():
         _complain(f"convert-voc: --voc-root {args.voc_root}: no such folder")
         return 1
@@ -133,25 +144,6 @@ def _convert_voc(args: argparse.Namespace) -> int:
     return 0
 
 
-_ABOUT = {  # command: its line in the list of commands, then the rest of its own --help
-    "convert-voc": (
-        "convert a split of a VOC2012-layout folder into TFRecord shards",
-        "PREFIX-00000-of-0000N.tfrecord, with a progress bar on stderr and a one-line summary. "
-        "Existing outputs are replaced only with --overwrite.",
-    ),
-    "verify": (
-        "check every record of TFRecord files",
-        "(both CRCs, complete framing): one ok line per intact file, one line on stderr per "
-        "damaged file naming the record, its byte offset and what is wrong; then exit status 1.",
-    ),
-    "inspect": (
-        "count records and infer the features of TFRecord files",
-        "(Example, SequenceExample or serialized tensors): for each feature its type, values "
-        "per record and in how many records it is present; for tensors dtype and shape.",
-    ),
-}
-
-
 def _parser() -> argparse.ArgumentParser:
     name = Path(sys.argv[0]).name if sys.argv and sys.argv[0] else ""
     parser = argparse.ArgumentParser(
@@ -162,9 +154,8 @@ def _parser() -> argparse.ArgumentParser:
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
     def command(name: str, run: Callable[[argparse.Namespace], int]) -> argparse.ArgumentParser:
-        summary, more = _ABOUT[name]
-        description = f"{summary[0].upper()}{summary[1:]} {more}"
-        sub = commands.add_parser(name, help=summary, description=description)
+        summary = run.__doc__.split("\n")[0].split(" (")[0]  # in the list of commands
+        sub = commands.add_parser(name, help=summary, description=run.__doc__)
         sub.set_defaults(run=run)
         return sub
 
