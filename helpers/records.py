@@ -29,19 +29,29 @@ class _RecordFile:
         self.path, self.count, self.temp = path, 0, temp_path(path)
         self.sizes: list[int] | None = [] if index else None  # of each record, for the index
         self.pairs = [(self.temp, path)]  # temporary and final names, to commit
-        self.file = open(self.temp, "xb", buffering=framing.CHUNK)  # a write writes all of it
+        self.parts: list[bytes] = []  # framed records not yet written
+        self.held = 0  # their payloads' bytes
+        self.file = open(self.temp, "xb")  # buffered: a write writes all it is given
         wbits = _WBITS.get(compression)
         self.deflate = zlib.compressobj(6, zlib.DEFLATED, wbits, 9) if wbits else None
 
     def write(self, payload: bytes) -> None:
-        for part in framing.frame(payload):  # deflate's output does not depend on the parts
-            self.file.write(self.deflate.compress(part) if self.deflate else part)
+        self.parts += framing.frame(payload)
         self.count += 1
+        self.held += len(payload)
         if self.sizes is not None:
             self.sizes.append(len(payload) + framing.FRAME_SIZE)
+        if self.held >= framing.CHUNK:
+            self.flush()
+
+    def flush(self) -> None:
+        data = b"".join(self.parts)
+        self.file.write(self.deflate.compress(data) if self.deflate else data)
+        self.parts, self.held = [], 0
 
     def finish(self) -> None:
         """Write what is left, sync the file: the data is on disk before a name points at it."""
+        self.flush()
         if self.deflate:
             self.file.write(self.deflate.flush())
         self.file.flush()
