@@ -80,11 +80,11 @@ def _write_all(
     try:
         files.extend(_RecordFile(path, compression, index) for path in paths)
         for number, payload in enumerate(payloads):
-            if isinstance(payload, (bytearray, memoryview)):  # google_crc32c takes bytes only
+            if not isinstance(payload, bytes):  # google_crc32c takes bytes only
+                if not isinstance(payload, (bytearray, memoryview)):
+                    kind, target = type(payload).__name__, paths[number % len(paths)]
+                    raise TypeError(f"record {number} for {target} is {kind}, expected bytes")
                 payload = bytes(payload)
-            elif not isinstance(payload, bytes):
-                kind, target = type(payload).__name__, paths[number % len(paths)]
-                raise TypeError(f"record {number} for {target} is {kind}, expected bytes")
             files[number % len(files)].write(payload)
         for file in files:
             file.finish()
