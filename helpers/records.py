@@ -144,22 +144,26 @@ class _Inflater(io.RawIOBase):
         return True
 
     def readinto(self, buffer: memoryview) -> int:  # inflates at most 1 MiB at a time
-        piece = b""
-        while not piece and not self.inflate.eof:
+        while not self.inflate.eof:
             data = self.inflate.unconsumed_tail or self.file.read(framing.CHUNK)
             if not data:
                 raise EOFError("the compressed stream ends early")
             piece = self.inflate.decompress(data, min(len(buffer), framing.CHUNK))
-        if not piece and (self.inflate.unused_data or self.file.read(1)):  # at the end
+            if piece:
+                buffer[: len(piece)] = piece
+                return len(piece)
+        if self.inflate.unused_data or self.file.read(1):
             raise EOFError("unexpected data after the end of the compressed stream")
-        buffer[: len(piece)] = piece
-        return len(piece)
+        return 0
 
 
 def _streamed(stream: BinaryIO, length: int, path: Path, index: int, offset: int) -> None:
     """:func:`check_payload` for a payload read piece by piece, never held whole."""
     crc, size = google_crc32c.value(b""), 0
-    while size < length and (piece := stream.read(min(length - size, framing.CHUNK))):
+    while size < length:
+        piece = stream.read(min(length - size, framing.CHUNK))
+        if not piece:
+            break
         crc, size = google_crc32c.extend(crc, piece), size + len(piece)
     footer = stream.read(framing.FOOTER_SIZE) if size == length else b""
     framing.check_size(size + len(footer), length, path, index, offset)
