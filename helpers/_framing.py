@@ -4,6 +4,7 @@ each kind of damage. :func:`unframe` and :func:`unframe_many` (NumPy) are its fa
 memory-mapped files: the same comparisons; a record that fails them goes to the check.
 """
 
+import functools
 import struct
 
 import google_crc32c
@@ -45,10 +46,16 @@ def masked_crc32c(data: bytes) -> int:
     return mask(google_crc32c.value(bytes(data)))
 
 
+@functools.lru_cache(maxsize=1024)
+def header_of(length: int) -> bytes:
+    """The 12 bytes before a payload of ``length`` bytes (kept: records often share a length)."""
+    packed = LENGTH.pack(length)
+    return packed + CRC.pack(masked_crc32c(packed))
+
+
 def frame(payload: bytes) -> tuple[bytes, bytes, bytes]:
     """The record that holds ``payload`` (bytes), in three parts: header, payload, footer."""
-    length = LENGTH.pack(len(payload))
-    return length + CRC.pack(masked_crc32c(length)), payload, CRC.pack(masked_crc32c(payload))
+    return header_of(len(payload)), payload, CRC.pack(masked_crc32c(payload))
 
 
 def check_header(
