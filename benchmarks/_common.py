@@ -98,13 +98,17 @@ def compare(
     candidate: Callable[[], object],
     repeats: int = 5,
     goal: float | None = None,
+    setup: Callable[[], object] = lambda: None,
 ) -> Comparison:
     """Time ``baseline`` and ``candidate`` alternately ``repeats`` times (after one warm-up
-    run of each); print the median ratio, its range, and whether the worst run met ``goal``."""
-    baseline(), candidate()
+    run of each), ``setup`` run untimed before each; print the median ratio, its range, and
+    whether the worst run met ``goal``."""
+    setup(), baseline(), setup(), candidate()
     base_times, cand_times = [], []
     for _ in range(repeats):
+        setup()
         base_times.append(seconds(baseline))
+        setup()
         cand_times.append(seconds(candidate))
     result = Comparison(name, base_times, cand_times, goal)
     print(result.line(), flush=True)
