@@ -19,12 +19,11 @@ from helpers._framing import RecordError, check_header, check_payload, masked_cr
 from helpers._magic import MAGIC, looks_like_zlib
 
 _WBITS = {"GZIP": 31, "ZLIB": 15}  # zlib's wbits; TensorFlow uses memLevel 9 for both
-_UNGATHERED = 1 << 16  # payloads of 64 KiB or more are written as they come, not gathered
 
 
 class _RecordFile:
-    """One output file: framed records, small ones gathered and written a mebibyte at a time, to
-    a temporary file, which :func:`helpers._commit.commit` renames over ``path``."""
+    """One output file: framed records, gathered and written a mebibyte at a time to a
+    temporary file, which :func:`helpers._commit.commit` renames over ``path``."""
 
     def __init__(self, path: Path, compression: str | None, index: bool = False) -> None:
         self.path, self.count, self.temp = path, 0, temp_path(path)
@@ -37,19 +36,13 @@ class _RecordFile:
         self.deflate = zlib.compressobj(6, zlib.DEFLATED, wbits, 9) if wbits else None
 
     def write(self, payload: bytes) -> None:
-        parts = framing.frame(payload)
+        self.parts += framing.frame(payload)
         self.count += 1
+        self.held += len(payload)
         if self.sizes is not None:
             self.sizes.append(len(payload) + framing.FRAME_SIZE)
-        if self.deflate is None and len(payload) >= _UNGATHERED:  # a copy would cost more
+        if self.held >= framing.CHUNK:
             self.flush()
-            for part in parts:  # the buffered file writes the payload straight through
-                self.file.write(part)
-        else:
-            self.parts += parts
-            self.held += len(payload)
-            if self.held >= framing.CHUNK:
-                self.flush()
 
     def flush(self) -> None:
         data = b"".join(self.parts)
