@@ -9,7 +9,10 @@ another, and prints:
   that holds on any machine": at most 150 s on the 2-core machine;
 * the seconds of each group of tests (a notebook with the checks that reuse its runs, or
   a test file), as the two workers receive them, in the last run;
-* the 15 slowest tests of the last run.
+* the 15 slowest tests of the last run;
+* then one execution of every notebook, one after another, each in a fresh kernel, as
+  `make notebooks` runs them (``scripts/run_notebooks.py --no-save``: nothing written), and
+  the median run against it; goal of the issue "Helpers a learner can read": at most 1.8x.
 
 Timing belongs here, never in a test: the machines are noisy. Run it on an otherwise idle
 machine; the load average before each run is printed with it.
@@ -31,6 +34,7 @@ from benchmarks import _common
 
 ROOT = Path(__file__).resolve().parents[1]
 GOAL_SECONDS = 150
+GOAL_NOTEBOOK_RATIO = 1.8  # the pytest phase against one sequential execution of every notebook
 COMMAND = [sys.executable, "-m", "pytest", "-q", "--durations=0"]  # and pyproject.toml's options
 
 
@@ -51,6 +55,15 @@ def one_run() -> tuple[float, str]:
         failed = [line for line in done.stdout.splitlines() if line.startswith("FAILED")]
         print(f"the suite FAILED ({len(failed)} tests):", *failed[:10], sep="\n  ")
     return seconds, done.stdout
+
+
+def notebooks_once() -> float:
+    """Seconds to execute every notebook once, in turn, in fresh kernels, writing nothing."""
+    paths = sorted(str(p.relative_to(ROOT)) for p in (ROOT / "notebooks").glob("*.ipynb"))
+    start = time.perf_counter()
+    script = [sys.executable, "scripts/run_notebooks.py", "--no-save", *paths]
+    subprocess.run(script, cwd=ROOT, check=True, capture_output=True)
+    return time.perf_counter() - start
 
 
 def durations(output: str) -> list[tuple[float, str, str]]:
@@ -82,7 +95,15 @@ def main() -> None:
     print("the 15 slowest test phases of the last run:")
     for seconds, phase, test in sorted(phases, reverse=True)[:15]:
         print(f"  {seconds:6.1f}  {phase:8} {test}")
+    notebooks = notebooks_once()
+    ratio = median / notebooks
+    verdict = "met" if ratio <= GOAL_NOTEBOOK_RATIO else "NOT MET"
+    print(f"one sequential execution of every notebook: {notebooks:.1f} s")
+    print(f"the median run is {ratio:.2f}x that; goal <= {GOAL_NOTEBOOK_RATIO}x: {verdict}")
     _common.EXTRA.update(
+        notebook_seconds=notebooks,
+        notebook_ratio=ratio,
+        goal_notebook_ratio=GOAL_NOTEBOOK_RATIO,
         pytest_command=COMMAND[1:],
         pytest_options=pytest_options(),
         suite_seconds=times,

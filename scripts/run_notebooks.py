@@ -7,6 +7,7 @@ a cell not tagged ``raises-exception``, is reported and the script exits 1, so
 noisy or broken outputs never get committed.
 
 Usage: python scripts/run_notebooks.py notebooks/01_*.ipynb [...]
+       python scripts/run_notebooks.py --no-save notebooks/*.ipynb   (execute and check only)
 """
 
 from __future__ import annotations
@@ -42,7 +43,7 @@ def problems(nb: nbformat.NotebookNode) -> list[str]:
     return found
 
 
-def run(path: Path, timeout: int) -> list[str]:
+def run(path: Path, timeout: int, save: bool = True) -> list[str]:
     nb = nbformat.read(path, as_version=4)
     client = NotebookClient(
         nb,
@@ -61,7 +62,7 @@ def run(path: Path, timeout: int) -> list[str]:
         "language": "python",
     }
     found = problems(nb)
-    if not found:
+    if save and not found:
         nbformat.write(nb, path)
     return found
 
@@ -70,11 +71,12 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("notebooks", nargs="+", type=Path)
     parser.add_argument("--timeout", type=int, default=600, help="seconds per cell (default 600)")
+    parser.add_argument("--no-save", action="store_true", help="execute and check, write nothing")
     args = parser.parse_args()
     failed = False
     for path in args.notebooks:
         start = time.perf_counter()
-        found = run(path, args.timeout)
+        found = run(path, args.timeout, save=not args.no_save)
         status = "ok" if not found else "NOT SAVED"
         print(f"{path}: {status} ({time.perf_counter() - start:.1f} s)")
         for line in found:

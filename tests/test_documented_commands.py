@@ -75,6 +75,7 @@ def test_every_documented_command_is_run_or_says_why_not():
         "make assignments",
         "make docs",  # tests/test_docs_site.py builds the site with it, once
         "python scripts/run_notebooks.py notebooks/NN_*.ipynb",
+        "python scripts/run_notebooks.py --no-save notebooks/*.ipynb",  # on small notebooks
         "python -m helpers COMMAND --help",  # tests/test_cli.py: --help of every command
     }
     tested |= set(command_line_recipe()) | set(scale_and_boxes_recipe())
@@ -192,3 +193,20 @@ def test_run_notebooks_script_executes_a_notebook_in_place(tmp_path):
     saved = nbformat.read(folder / "01_print_answer.ipynb", as_version=4).cells[0]
     assert saved.execution_count == 1 and saved.outputs[0].text == "42\n"
     assert nbformat.read(folder / "02_print_warning.ipynb", as_version=4).cells[0].outputs == []
+
+
+def test_run_notebooks_no_save_executes_and_checks_but_writes_nothing(tmp_path):
+    """`--no-save` (benchmarks/bench_suite.py times the notebooks with it): the same execution and
+    checks, the files untouched."""
+    import nbformat
+
+    quiet = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("print(6 * 7)")])
+    noisy = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell("1 / 0")])
+    for name, nb in (("01_quiet.ipynb", quiet), ("02_fails.ipynb", noisy)):
+        nbformat.write(nb, tmp_path / name)
+    before = {p.name: p.read_bytes() for p in tmp_path.glob("*.ipynb")}
+    script = f"python {ROOT / 'scripts' / 'run_notebooks.py'} --no-save"
+    done = run(f"{script} 01_quiet.ipynb 02_fails.ipynb", tmp_path)
+    assert done.returncode == 1, done.stdout + done.stderr  # the failing cell is still reported
+    assert "02_fails.ipynb: NOT SAVED" in done.stdout and "01_quiet.ipynb: ok" in done.stdout
+    assert {p.name: p.read_bytes() for p in tmp_path.glob("*.ipynb")} == before
