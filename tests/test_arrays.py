@@ -134,7 +134,11 @@ def test_format_versions_2_and_3_read_back(version):
 
 def test_object_arrays_are_refused_both_ways():
     objects = np.array([{"a": 1}, None])
-    with pytest.raises(ValueError, match="cannot pack an array of dtype object"):
+    refusal = (  # the whole sentence: why, and what to store instead
+        r"^cannot pack an array of dtype object: it holds Python objects, not values "
+        r"\(store numbers, bools or fixed-width strings\)$"
+    )
+    with pytest.raises(ValueError, match=refusal):
         pack(objects)
     buffer = io.BytesIO()
     np.save(buffer, objects, allow_pickle=True)
@@ -146,7 +150,7 @@ def test_non_npy_bytes_say_what_was_expected_and_found():
     with pytest.raises(
         ValueError,
         match=r"not \.npy bytes \(12 bytes\): expected the magic "
-        r"b'\\x93NUMPY', found b'\\x89PNG",
+        r"b'\\x93NUMPY', found b'\\x89PNG\\r\\n'$",  # the first 6 bytes, as many as the magic
     ):
         unpack(b"\x89PNG\r\n\x1a\n" + bytes(4))
     raw = np.arange(6, dtype="|u1").tobytes()
@@ -163,6 +167,14 @@ def test_a_zip_archive_is_not_loaded_as_npz():
 def test_bytes_that_end_inside_the_magic_are_truncated(length):
     with pytest.raises(ValueError, match=rf"truncated \.npy bytes \({length} bytes\).*magic"):
         unpack(b"\x93NUMPY"[:length])
+
+
+@pytest.mark.parametrize("length", [9, 20])  # inside the header's length, inside its text
+def test_bytes_that_end_inside_the_header_are_a_truncated_header(length):
+    """The message starts with the word "truncated", NumPy's EOF reason after it."""
+    blob = pack(np.arange(3, dtype="|u1"))[:length]
+    with pytest.raises(ValueError, match=rf"^truncated \.npy header \({length} bytes\): EOF"):
+        unpack(blob)
 
 
 def test_every_truncation_is_reported_as_truncated():
