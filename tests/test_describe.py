@@ -221,6 +221,26 @@ def test_format_record_sequence_example_shows_the_first_steps():
     ]
 
 
+def test_format_record_shows_exactly_8_values_and_a_32_byte_value_in_full():
+    """The cut-offs start past the limits: 8 values get no "... 0 more", 32 bytes no <...>."""
+    payload = example({"eight": list(range(8)), "b32": [bytes(range(32))]})
+    lines = hi.format_record(payload).splitlines()
+    rows = {line.split()[0]: line.split(None, 2)[2] for line in lines[1:]}
+    assert rows["eight"] == "[0, 1, 2, 3, 4, 5, 6, 7]"
+    assert rows["b32"] == f"[{bytes(range(32))!r}]"
+
+
+def test_format_record_sequence_example_of_exactly_3_steps_shows_them_all():
+    """A feature list of exactly 3 steps (the limit) has no "t[3:] (3 steps in all)" row."""
+    payload = sequence_example({}, {"t": [[1], [2], [3]]})
+    assert hi.format_record(payload).splitlines() == [
+        "tf.train.SequenceExample with 0 context features and 1 feature list",
+        "  t[0]  int64  [1]",
+        "  t[1]  int64  [2]",
+        "  t[2]  int64  [3]",
+    ]
+
+
 def test_inspecting_does_not_import_tensorflow(example_file):
     code = (
         "import sys; from helpers.describe import describe_file, format_summary; "
