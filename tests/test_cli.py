@@ -103,7 +103,8 @@ def test_verify_names_record_offset_and_reason_of_each_kind_of_damage(
 def test_verify_damaged_gzip_says_the_offset_is_uncompressed(files, capsys):
     status, _, err = run(capsys, "verify", "gzip.tfrecord.gz")
     assert status == 1
-    assert err.startswith("gzip.tfrecord.gz: record ") and "of the uncompressed stream" in err
+    where = f"gzip.tfrecord.gz: record 3 at byte {files[3]} of the uncompressed stream: "
+    assert err.startswith(where) and err.endswith("(the compressed stream ends early)\n")
 
 
 def test_verify_goes_on_after_a_problem_and_reports_every_file(files, capsys, tmp_path):
@@ -138,6 +139,16 @@ def test_inspect_example_file_and_show_one_record(files, capsys):
     assert lines[4] == "record 3: tf.train.Example with 2 features"
     assert lines[5].split(None, 2) == ["id", "int64", "[3]"]
     assert lines[6].split(None, 2) == ["image", "bytes", f"[<43 bytes {bytes(range(8)).hex()}...>]"]
+
+
+def test_inspect_separates_the_summaries_of_several_files_by_one_empty_line(files, capsys):
+    """One empty line between two files' tables, none before the first or after the last."""
+    status, out, err = run(capsys, "inspect", "good.tfrecord", "good.tfrecord.gz")
+    assert status == 0 and err == ""
+    first, second = out.split("\n\n")
+    assert first.splitlines()[0] == "good.tfrecord: 4 records of tf.train.Example"
+    assert second.splitlines()[0] == "good.tfrecord.gz: 4 records of tf.train.Example"
+    assert first.splitlines()[1:] == second.splitlines()[1:] and len(first.splitlines()) == 4
 
 
 def test_inspect_sequence_example_file(tmp_path, capsys, monkeypatch):

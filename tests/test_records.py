@@ -551,6 +551,23 @@ def test_an_error_half_way_leaves_no_shard_and_no_temp_file(tmp_path, compressio
     assert list(tmp_path.iterdir()) == []
 
 
+def test_an_error_after_a_temp_file_vanished_is_still_the_one_raised_and_no_temp_is_left(
+    tmp_path,
+):
+    """Cleaning up after a failure skips a temporary file that is gone already (removed by hand,
+    say): the caller sees the source's error, and the other shard's temporary file goes too."""
+
+    def source():
+        yield from (b"a", b"b", b"c")
+        (shard_0,) = tmp_path.glob(".train-00000-of-00002.tfrecord.*.tmp")
+        shard_0.unlink()
+        raise RuntimeError("the source broke half way")
+
+    with pytest.raises(RuntimeError, match="half way"):
+        write_sharded(tmp_path / "train", source(), 2)
+    assert list(tmp_path.iterdir()) == []
+
+
 def test_an_error_half_way_keeps_the_previous_files_when_overwriting(tmp_path):
     paths = write_sharded(tmp_path / "train", [b"old 0", b"old 1"], 2)
     with pytest.raises(RuntimeError):
