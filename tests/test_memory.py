@@ -4,8 +4,10 @@ also memory that the block allocates and frees again before it ends."""
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import numpy as np
+import pytest
 
 from helpers.memory import track_peak_memory
 
@@ -29,6 +31,16 @@ def test_peak_is_the_rise_of_the_block_not_the_memory_of_the_process():
         kept = resident(40)
     assert 30 < peak.peak_increase_mib < 60, peak.peak_increase_mib
     del kept, ballast
+
+
+@pytest.mark.skipif(not Path("/proc/self/statm").exists(), reason="Linux /proc only")
+def test_on_linux_memory_is_read_from_proc_without_psutil(monkeypatch):
+    """psutil is no dependency: where /proc exists, measuring must not need it."""
+    monkeypatch.setitem(sys.modules, "psutil", None)  # any ``import psutil`` now fails
+    with track_peak_memory() as peak:
+        kept = resident(40)
+    assert 30 < peak.peak_increase_mib < 60, peak.peak_increase_mib
+    del kept
 
 
 def test_importing_memory_imports_no_tensorflow():
