@@ -4,8 +4,10 @@ import itertools
 import struct
 import subprocess
 import sys
+import threading
 import time
 from collections import Counter
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -239,7 +241,7 @@ class NumberReader:
     takes 0.3 s, so a map that did not keep the order would hand out later slices first."""
 
     def __init__(self, size, slow=None):
-        self.size, self.slow = size, slow
+        self.size, self.slow, self.sizes = size, slow, []
 
     def __call__(self, files):
         return self
@@ -248,16 +250,77 @@ class NumberReader:
         return self.size
 
     def __getitem__(self, ids):
+        self.sizes.append(len(ids))
         if self.slow is not None and self.slow in ids:
             time.sleep(0.3)
         return [str(i).encode() for i in ids]
 
 
 def test_parallel_reads_keep_the_order_when_an_earlier_slice_is_slower(monkeypatch):
+    """Even in a pipeline whose options allow any order (deterministic=False)."""
+    import tensorflow as tf
+
     expected = permutation(8, 4).tolist()
     monkeypatch.setattr(shuffle, "RecordView", NumberReader(8, slow=expected[0]))
-    dataset = global_shuffle_dataset("unused.tfrecord", 4, read_batch=1, parallel_reads=4)
-    assert [int(r) for r in dataset.as_numpy_iterator()] == expected
+    options = tf.data.Options()
+    options.deterministic = False
+    for unordered in [False, True]:
+        dataset = global_shuffle_dataset("unused.tfrecord", 4, read_batch=1, parallel_reads=4)
+        dataset = dataset.with_options(options) if unordered else dataset
+        assert [int(r) for r in dataset.as_numpy_iterator()] == expected
+
+
+class MeetingReader(NumberReader):
+    """Each read waits until another read has started too: it fails if reads run one by one."""
+
+    def __init__(self, size):
+        super().__init__(size)
+        self.meeting = threading.Barrier(2, timeout=10)
+
+    def __getitem__(self, ids):
+        self.meeting.wait()  # threading.BrokenBarrierError after 10 s alone
+        return super().__getitem__(ids)
+
+
+class OneAtATimeReader(NumberReader):
+    """Fails a read that starts while another one runs."""
+
+    def __init__(self, size):
+        super().__init__(size)
+        self.busy = threading.Lock()
+
+    def __getitem__(self, ids):
+        if not self.busy.acquire(blocking=False):
+            raise RuntimeError("two reads at once")
+        try:
+            time.sleep(0.05)  # time for a second read to start, were one allowed
+            return super().__getitem__(ids)
+        finally:
+            self.busy.release()
+
+
+def test_parallel_reads_sets_how_many_slices_are_read_at_once(monkeypatch):
+    """1: one read at a time (tf.data would otherwise parallelize the map), 2: two at once."""
+    for parallel_reads, reader in [(1, OneAtATimeReader(8)), (2, MeetingReader(8))]:
+        monkeypatch.setattr(shuffle, "RecordView", reader)
+        dataset = global_shuffle_dataset("unused.tfrecord", 4, 1, parallel_reads=parallel_reads)
+        assert [int(r) for r in dataset.as_numpy_iterator()] == permutation(8, 4).tolist()
+
+
+def test_by_default_a_read_takes_1024_record_numbers(monkeypatch):
+    monkeypatch.setattr(shuffle, "RecordView", reader := NumberReader(1_025))
+    dataset = global_shuffle_dataset("unused.tfrecord", 0)
+    assert [int(r) for r in dataset.as_numpy_iterator()] == permutation(1_025, 0).tolist()
+    assert reader.sizes == [1_024, 1]
+
+
+def test_pass_numbers_beyond_float32_precision_reach_the_permutation_exactly(monkeypatch):
+    """Pass 2**24 + 1 is not exact in float32: the pass number must stay int64."""
+    passes = SimpleNamespace(count=lambda: itertools.count(2**24 + 1), repeat=itertools.repeat)
+    monkeypatch.setattr(shuffle, "itertools", passes)
+    monkeypatch.setattr(shuffle, "RecordView", NumberReader(50))
+    dataset = global_shuffle_dataset("unused.tfrecord", 0)
+    assert [int(r) for r in dataset.as_numpy_iterator()] == permutation(50, 0, 2**24 + 1).tolist()
 
 
 def test_record_numbers_beyond_float32_precision_reach_the_reader_exactly(monkeypatch):
