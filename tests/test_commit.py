@@ -8,6 +8,7 @@ left. A journal that is empty or cut short (a power cut before its data reached 
 dropped, not a reason for every later write to fail.
 """
 
+import errno
 import json
 import subprocess
 import sys
@@ -196,3 +197,33 @@ def test_a_failed_rename_removes_the_journal_and_the_temporary_files(tmp_path):
         commit(pairs, overwrite=True)
     assert sorted(p.name for p in tmp_path.iterdir()) == [p.name for p in paths]
     write_records(tmp_path / "next.tfrecord", [b"x"])  # no journal to finish: no warning
+
+
+def test_a_live_writer_of_another_user_keeps_its_temporary_file(tmp_path, monkeypatch):
+    """Probing another user's process (signal 0) is refused: it is alive, its file stays."""
+    calls = []
+
+    def kill(pid, signal):
+        calls.append((pid, signal))
+        raise PermissionError(errno.EPERM, "Operation not permitted")
+
+    monkeypatch.setattr(_commit.os, "kill", kill)
+    temp = tmp_path / ".a.tfrecord.1-0123abcd.tmp"
+    temp.write_bytes(b"half a record")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "removed ... temporary file(s)"
+        prepare([tmp_path / "a.tfrecord"], overwrite=False)
+    assert temp.read_bytes() == b"half a record"
+    assert calls == [(1, 0)]
+
+
+def test_a_staged_file_that_cannot_be_created_raises_its_own_error(tmp_path, monkeypatch):
+    """A full disk at creation is the error raised, not the clean-up's of a file never made."""
+
+    def full_disk(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(_commit, "open", full_disk, raising=False)
+    with pytest.raises(OSError, match="No space left on device"):
+        staged(tmp_path / "a.tfrecord", b"data")
+    assert list(tmp_path.iterdir()) == []
