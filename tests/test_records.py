@@ -781,3 +781,10 @@ def test_a_file_that_appears_while_writing_is_named_and_kept(tmp_path):
     assert str(caught.value) == f"{target} appeared while this write ran"
     assert target.read_bytes() == b"another writer's"
     assert [p.name for p in tmp_path.iterdir()] == ["one.tfrecord"]  # no temp file left
+
+
+def test_a_zlib_header_alone_is_enough_to_detect_zlib(tmp_path):
+    """Two bytes are a whole zlib header (RFC 1950): no third byte is needed."""
+    path = tmp_path / "header_only.tfrecord.zz"
+    path.write_bytes(zlib.compress(b"")[:2])  # 78 9c
+    assert detect_compression(path) == "ZLIB"
