@@ -471,3 +471,24 @@ def test_detection_records_show_how_many_values_each_list_holds(tmp_path):
     assert rows["image/object/class/text"] == ["bytes", "0-2", "3-5", "3", "of", "3"]
     assert rows["image/object/class/label"][:2] == ["int64", "0-2"]
     assert rows["image/height"][:2] == ["int64", "1"]
+
+
+@pytest.mark.parametrize(
+    ("payload", "why"),
+    [
+        (
+            b"hello world, plain text",
+            "23 bytes that start 68656c6c6f20776f (protobuf cannot parse it)",
+        ),
+        # Not a SequenceExample (a map key that is not UTF-8), but a TensorProto whose shape
+        # holds a field TensorShapeProto does not have:
+        (
+            b"\x12\x05\x0a\x03\x0a\x01\xff",
+            "7 bytes that start 12050a030a01ff (protobuf, but with fields none of them has)",
+        ),
+    ],
+)
+def test_a_payload_of_no_record_kind_is_refused_with_its_first_8_bytes_and_why(payload, why):
+    with pytest.raises(ValueError) as caught:
+        parse(payload)
+    assert str(caught.value) == f"not a tf.train.Example, SequenceExample or TensorProto: {why}"
