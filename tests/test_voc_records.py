@@ -325,8 +325,9 @@ def test_convert_split_reports_an_unknown_split_and_writes_nothing(voc_root, tmp
     ],
 )
 def test_convert_split_refuses_bad_arguments(voc_root, tmp_path, arguments, error, message):
+    """Before reading anything: an unknown split is not even looked up."""
     with pytest.raises(error, match=message):
-        convert_split(voc_root, "train", tmp_path / "x", progress=False, **arguments)
+        convert_split(voc_root, "no-such-split", tmp_path / "x", progress=False, **arguments)
     assert list(tmp_path.glob("x*")) == []
 
 
