@@ -115,6 +115,8 @@ def bad_day(kind):
         stamps = np.append(stamps, stamps[-1] + 1)
     elif kind == "nan label":
         labels[3, 2] = np.nan
+    elif kind == "float32 overflow":  # finite in float64, inf once stored as float32
+        labels = np.full((5, NUM_LABELS), 1e39)
     elif kind == "1-d labels":
         labels = labels[:, 0]
     elif kind == "text labels":
@@ -140,7 +142,8 @@ def bad_day(kind):
         ("float timestamps", r"expected integer timestamps \[frames\], got float64"),
         ("fewer labels", r"5 frames, 4 label rows, 5 timestamps; expected one of each"),
         ("more timestamps", r"5 frames, 5 label rows, 6 timestamps"),
-        ("nan label", r"frame 3: expected finite labels, got \[0\.0, 3\.0, nan"),
+        ("nan label", r"frame 3: expected finite float32 labels, got \[0\.0, 3\.0, nan"),
+        ("float32 overflow", r"frame 0: expected finite float32 labels, got \[1e\+39, 1e\+39"),
         ("1-d labels", r"expected labels \[frames, L\] numbers, got \(5,\)"),
         ("text labels", r"expected labels \[frames, L\] numbers"),
         ("not jpeg", r"frame 3: expected JPEG bytes .* got b'\\x89PNG'"),
