@@ -1,10 +1,15 @@
 """helpers.voc reads VOC2012-layout folders and refuses bad input with clear messages."""
 
+import importlib.resources
+import io
 import os
+import re
 import shutil
+import struct
 import subprocess
 import sys
 import warnings
+import zlib
 from pathlib import Path
 
 import numpy as np
@@ -128,6 +133,14 @@ def test_split_line_that_is_not_an_id_gives_the_line_number(root: Path):
         voc.read_split(root, "train")
 
 
+def test_a_split_file_that_is_not_utf8_names_the_file(root: Path):
+    path = root / "ImageSets" / "Segmentation" / "train.txt"
+    path.write_bytes(b"2007_000032\n\xff\n")
+    expected = f"split file {path} is not UTF-8 text: 'utf-8' codec can't decode byte 0xff"
+    with pytest.raises(voc.VOCError, match=re.escape(expected)):
+        voc.read_split(root, "train")
+
+
 @pytest.mark.parametrize("split", ["", "../train", "a/b", ".hidden"])
 def test_split_name_must_be_plain(root: Path, split: str):
     with pytest.raises(voc.VOCError, match="not a plain name"):
@@ -148,9 +161,21 @@ def test_ids_that_are_not_plain_names_are_refused(root: Path, image_id: str):
             function(root, image_id)
 
 
-def test_non_string_id_is_refused(root: Path):
-    with pytest.raises(voc.VOCError, match="must be a str"):
-        voc.image_path(root, 42)
+@pytest.mark.parametrize(
+    "call, message",
+    [
+        (lambda root: voc.image_path(root, 42), "image id must be a str, got int: 42"),
+        (lambda root: voc.mask_path(root, 4.5), "image id must be a str, got float: 4.5"),
+        (lambda root: voc.mask_path(root, "a/b"), "image id 'a/b' is not a plain name"),
+        (lambda root: voc.load_annotation(root, "../x"), "image id '../x' is not a plain name"),
+        (lambda root: voc.read_split(root, "a/b"), "split 'a/b' is not a plain name"),
+        (lambda root: voc.read_split(root, "t", folder=".."), "folder '..' is not a plain name"),
+    ],
+)
+def test_a_refused_name_is_called_what_it_is(root: Path, call, message: str):
+    """Each refusal names the argument: image id, split or folder, and the type if not a str."""
+    with pytest.raises(voc.VOCError, match="^" + re.escape(message)):
+        call(root)
 
 
 def test_paths_follow_the_voc_layout(root: Path):
@@ -194,6 +219,57 @@ def test_rgba_and_palette_files_become_rgb(root: Path):
         warnings.simplefilter("error")
         image = voc.load_image(root, "palette")
     assert image.shape == (4, 5, 3) and image[0, 0].tolist() == [10, 20, 30]
+
+
+def test_a_palette_photo_with_partial_transparency_becomes_rgb_without_warnings(root: Path):
+    palette_image = Image.frombytes("P", (5, 4), bytes([1] * 10 + [2] * 10))
+    palette_image.putpalette([0, 0, 0, 10, 20, 30, 40, 50, 60] + [0] * 759)
+    palette_image.save(voc.image_path(root, "alpha"), format="PNG", transparency=b"\x00\x80")
+    assert isinstance(Image.open(voc.image_path(root, "alpha")).info["transparency"], bytes)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # converting it straight to RGB would warn
+        image = voc.load_image(root, "alpha")
+    assert image[0, 0].tolist() == [10, 20, 30] and image[-1, -1].tolist() == [40, 50, 60]
+
+
+def test_a_photo_over_the_pixel_limit_is_refused_even_where_warnings_are_ignored(
+    root: Path, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setattr(Image, "MAX_IMAGE_PIXELS", 400)  # 600 pixels: PIL only warns below 800
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        with pytest.raises(voc.VOCError, match=r"photo of image id 'pair_ok' is too large: "):
+            voc.load_image(root, "pair_ok")
+
+
+def test_a_photo_pil_only_warns_about_still_loads(root: Path):
+    """Only the decompression-bomb warning is an error: a malformed MPO header is not."""
+    jpeg = io.BytesIO()
+    Image.new("RGB", (4, 3), (0, 128, 255)).save(jpeg, format="JPEG")
+    app2 = b"MPF\x00" + b"not a TIFF header"
+    segment = b"\xff\xe2" + struct.pack(">H", len(app2) + 2) + app2
+    voc.image_path(root, "mpo").write_bytes(b"\xff\xd8" + segment + jpeg.getvalue()[2:])
+    with pytest.warns(UserWarning, match="malformed MPO"):
+        assert voc.load_image(root, "mpo").shape == (3, 4, 3)
+
+
+def test_a_png_photo_with_a_broken_chunk_cannot_be_decoded(root: Path):
+    """PIL raises SyntaxError here, not an OSError: it has no errno."""
+
+    def chunk(kind: bytes, data: bytes) -> bytes:
+        return (
+            struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+        )
+
+    pixels = zlib.compress(bytes(13 * 4))  # 4 rows: filter byte and 4 black RGB pixels
+    header = chunk(b"IHDR", struct.pack(">IIBBBBB", 4, 4, 8, 2, 0, 0, 0))
+    broken = chunk(b"IDAT", pixels[:5]) + chunk(b"\x00\x01\x02\x03", pixels[5:])
+    png = b"\x89PNG\r\n\x1a\n" + header + broken + chunk(b"IEND", b"")
+    voc.image_path(root, "chunk").write_bytes(png)
+    with pytest.raises(
+        voc.VOCError, match=r"'chunk' cannot be decoded: .*chunk\.jpg \(broken PNG file"
+    ):
+        voc.load_image(root, "chunk")
 
 
 def test_missing_photo_names_id_and_file(root: Path):
@@ -268,6 +344,17 @@ def test_mask_with_many_bad_values_lists_a_few(root: Path):
         voc.load_mask(root, "pair_ok")
 
 
+@pytest.mark.parametrize(
+    "bad, shown", [(12, "30, 31, .*, 41 \\("), (13, "30, 31, .*, 41, \\.\\.\\. \\(")]
+)
+def test_up_to_12_bad_mask_values_are_listed_all(root: Path, bad: int, shown: str):
+    indices = some_indices()
+    indices[1, :bad] = np.arange(30, 30 + bad)
+    write_mask(root, "pair_ok", indices)
+    with pytest.raises(voc.VOCError, match=f"has values not in 0-20, 255: {shown}"):
+        voc.load_mask(root, "pair_ok")
+
+
 def test_missing_mask_names_id_and_file(root: Path):
     write_photo(root, "photo_only", gradient_rgb())
     with pytest.raises(FileNotFoundError) as caught:
@@ -329,8 +416,19 @@ def test_voc_root_that_does_not_exist(tmp_path: Path, monkeypatch: pytest.Monkey
 def test_voc_root_lacking_folders_says_which(root: Path, monkeypatch: pytest.MonkeyPatch):
     shutil.rmtree(root / "SegmentationClass")
     monkeypatch.setenv("VOC_ROOT", str(root))
-    with pytest.raises(voc.VOCError, match=rf"VOC_ROOT=.*: {root} lacks SegmentationClass:"):
+    with pytest.raises(voc.VOCError) as caught:
         voc.voc_root()
+    assert str(caught.value) == (  # no "did you mean": root holds no VOC2012 folder
+        f"VOC_ROOT={str(root)!r}: {root} lacks SegmentationClass: not a VOC2012 folder"
+    )
+
+
+def test_a_missing_embedded_sample_says_reinstall(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    monkeypatch.setattr(importlib.resources, "files", lambda package: tmp_path)
+    missing = tmp_path / "sample_data" / "VOC2012"
+    expected = f"the embedded VOC sample is missing at {missing}; reinstall the project"
+    with pytest.raises(voc.VOCError, match=f"^{re.escape(expected)}$"):
+        voc.sample_root()
 
 
 def test_voc_root_at_the_devkit_folder_suggests_voc2012(
@@ -397,6 +495,23 @@ def test_annotation_reads_every_field_exactly(root: Path):
         annotation.width = 3  # type: ignore[misc]
 
 
+def test_annotation_accepts_the_first_class_and_a_box_one_pixel_high(root: Path):
+    body = OBJECT.format(name="aeroplane", xmin=1, xmax=4).replace(">7</ymax>", ">2</ymax>")
+    write_annotation(root, "flat", body)
+    assert voc.load_annotation(root, "flat").objects == (
+        voc.VOCObject("aeroplane", "Left", True, False, 1, 2, 4, 2),
+    )
+
+
+def test_annotation_sizes_go_up_to_2_to_the_31(root: Path):
+    write_annotation(root, "huge", "")
+    path = root / "Annotations" / "huge.xml"
+    path.write_text(path.read_text().replace(">20</width>", f">{1 << 31}</width>"))
+    assert voc.load_annotation(root, "huge").width == 1 << 31
+    path.write_text(path.read_text().replace(f">{1 << 31}</", f">{(1 << 31) + 1}</"))
+    assert "<size/width> 2147483649 is outside 1-2147483648" in annotation_error(root, "huge")
+
+
 def test_annotation_without_objects_and_with_decimal_corners(root: Path):
     write_annotation(root, "none", "")
     assert voc.load_annotation(root, "none").objects == ()
@@ -418,11 +533,16 @@ def test_every_sample_annotation_loads_with_some_images_empty_and_some_crowded()
     [
         (OBJECT.format(name="unicorn", xmin=1, xmax=2), "unknown class 'unicorn'"),
         (OBJECT.format(name="dog", xmin=0, xmax=2), "<bndbox/xmin> 0 is outside 1-20"),
+        (OBJECT.format(name="dog", xmin=-3, xmax=2), "<bndbox/xmin> -3 is outside 1-20"),
         (OBJECT.format(name="dog", xmin=1, xmax=21), "<bndbox/xmax> 21 is outside 1-20"),
         (OBJECT.format(name="dog", xmin=5, xmax=4), "dog box (5, 2, 4, 7) has min > max"),
         (OBJECT.format(name="dog", xmin="one", xmax=4), "<bndbox/xmin> is 'one', not a number"),
         (OBJECT.format(name="dog", xmin=1, xmax=4).replace("<pose>Left</pose>", ""), "no <pose>"),
         ("<object><name>dog</name></object>", "no <bndbox/xmin> in <object>"),
+        (
+            OBJECT.format(name="dog", xmin=1, xmax=4).replace(">Left<", "><"),
+            "no <pose> in <object>",
+        ),
         (OBJECT.format(name="dog", xmin=1, xmax=4).replace(">1</trunc", ">yes</trunc"), "0 or 1"),
         ("<object><name>dog", "not well-formed XML"),
     ],
@@ -449,3 +569,9 @@ def test_annotation_of_another_picture_is_refused(root: Path):
     assert "filename 'theirs.jpg', expected <annotation> of mine.jpg" in annotation_error(
         root, "mine"
     )
+
+
+def test_an_xml_file_that_is_not_an_annotation_says_what_it_is(root: Path):
+    (root / "Annotations").mkdir()
+    (root / "Annotations" / "odd.xml").write_text("<voc><filename>odd.jpg</filename></voc>")
+    assert "<voc>, expected <annotation> of odd.jpg" in annotation_error(root, "odd")
