@@ -98,11 +98,12 @@ def compare(
     candidate: Callable[[], object],
     repeats: int = 5,
     goal: float | None = None,
-    setup: Callable[[], object] = lambda: None,
+    setup: Callable[[], object] | None = None,
 ) -> Comparison:
     """Time ``baseline`` and ``candidate`` alternately ``repeats`` times (after one warm-up
     run of each), ``setup`` run untimed before each; print the median ratio, its range, and
     whether the worst run met ``goal``."""
+    setup = setup or (lambda: None)
     setup(), baseline(), setup(), candidate()
     base_times, cand_times = [], []
     for _ in range(repeats):

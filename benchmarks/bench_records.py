@@ -186,7 +186,7 @@ def main() -> None:
                         partial(tf_write, theirs, payloads, compression),
                         partial(write_without_syncs, ours, payloads, compression),
                         repeats=WRITE_RUNS,
-                        setup=setup or (lambda: None),
+                        setup=setup,
                     )
                     if setup:  # the goal is the writer's: see the docstring
                         verdict(result, GOAL_WITHOUT_SYNCS)
