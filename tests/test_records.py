@@ -667,6 +667,33 @@ def test_reading_a_highly_compressed_file_inflates_it_a_slice_at_a_time(tmp_path
     assert peak.peak_increase_mib < 24
 
 
+def python_peak_mib(work) -> float:
+    """The most memory Python objects held at once while ``work()`` ran (tracemalloc: exact)."""
+    import tracemalloc
+
+    tracemalloc.start()
+    try:
+        work()
+        return tracemalloc.get_traced_memory()[1] / 2**20
+    finally:
+        tracemalloc.stop()
+
+
+def test_a_compressed_file_is_read_from_disk_a_slice_at_a_time(tmp_path):
+    """12 MiB of random payloads do not compress: reading them all at once would hold 12 MiB."""
+    path = tmp_path / "random.tfrecord.gz"
+    write_records(path, (os.urandom(1 << 16) for _ in range(192)), compression="GZIP")
+    assert path.stat().st_size > 12 << 20
+    assert python_peak_mib(lambda: verify(path, "GZIP")) < 8
+
+
+def test_detect_compression_reads_only_the_first_header(tmp_path):
+    path = tmp_path / "big.tfrecord"
+    write_records(path, [b"x"])
+    os.truncate(path, 64 << 20)  # a valid first record, then 64 MiB of zeros (sparse)
+    assert python_peak_mib(lambda: detect_compression(path)) < 1
+
+
 def test_the_refusal_to_overwrite_names_every_existing_file_in_one_sentence(tmp_path):
     one = tmp_path / "one.tfrecord"
     write_records(one, [b"a"])

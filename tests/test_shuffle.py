@@ -88,7 +88,11 @@ def test_permutation_accepts_numpy_integers():
 @pytest.mark.parametrize(
     ("args", "error", "message"),
     [
-        ((10, None), TypeError, "seed must be an int"),
+        (
+            (10, None),
+            TypeError,
+            r"^seed must be an int \(for example seed=0\), got None: every shuffle here is reproducible$",
+        ),
         ((10, 1.0), TypeError, "seed must be an int"),
         ((10, -1), ValueError, "seed must be at least 0"),
         ((10.0, 1), TypeError, "num_records must be an int"),
