@@ -150,11 +150,8 @@ def test_a_whole_journal_is_finished_by_the_next_prepare(tmp_path):
     assert sorted(p.name for p in tmp_path.iterdir()) == [p.name for p in paths]
 
 
-def test_the_journal_is_synced_before_it_is_named(tmp_path, monkeypatch):
-    """The order of a commit of two files: journal data synced, named, folder synced; renames;
-    folder synced; journal removed; folder synced."""
-    paths = shard_paths(tmp_path / "x", 2)
-    pairs = [staged(path, b"data") for path in paths]
+def logged_commit(pairs, monkeypatch) -> list[str]:
+    """The fsyncs and renames, in order, of ``commit(pairs, overwrite=False)``."""
     log = []
     real_fsync, real_replace = _commit.os.fsync, _commit.os.replace
 
@@ -169,6 +166,15 @@ def test_the_journal_is_synced_before_it_is_named(tmp_path, monkeypatch):
     monkeypatch.setattr(_commit.os, "fsync", fsync)
     monkeypatch.setattr(_commit.os, "replace", replace)
     commit(pairs, overwrite=False)
+    return log
+
+
+def test_the_journal_is_synced_before_it_is_named(tmp_path, monkeypatch):
+    """The order of a commit of two files: journal data synced, named, folder synced; renames;
+    folder synced; journal removed; folder synced."""
+    paths = shard_paths(tmp_path / "x", 2)
+    pairs = [staged(path, b"data") for path in paths]
+    log = logged_commit(pairs, monkeypatch)
     journal = f".{paths[0].name}.{_commit.os.getpid()}.commit"
     assert log == [
         "fsync",  # the journal's data
@@ -180,6 +186,26 @@ def test_the_journal_is_synced_before_it_is_named(tmp_path, monkeypatch):
         "fsync",  # the journal is gone
     ]
     assert sorted(p.name for p in tmp_path.iterdir()) == [p.name for p in paths]
+
+
+def test_one_file_is_committed_by_one_rename_without_a_journal(tmp_path, monkeypatch):
+    """A rename is atomic by itself: the journal is for sets of files."""
+    path = tmp_path / "a.tfrecord"
+    log = logged_commit([staged(path, b"data")], monkeypatch)
+    assert log == ["rename to a.tfrecord", "fsync", "fsync"]
+    assert [p.name for p in tmp_path.iterdir()] == ["a.tfrecord"]
+
+
+def test_files_that_appeared_before_the_commit_are_all_named_and_kept(tmp_path):
+    paths = shard_paths(tmp_path / "x", 2)
+    pairs = [staged(path, b"new") for path in paths]
+    for path in paths:
+        path.write_bytes(b"another writer's")
+    with pytest.raises(FileExistsError) as caught:
+        commit(pairs, overwrite=False)
+    assert str(caught.value) == f"{paths[0]}, {paths[1]} appeared while this write ran"
+    assert sorted(p.name for p in tmp_path.iterdir()) == [p.name for p in paths]
+    assert all(path.read_bytes() == b"another writer's" for path in paths)
 
 
 def test_temp_path_names_the_file_and_this_process(tmp_path):
@@ -197,6 +223,16 @@ def test_a_failed_rename_removes_the_journal_and_the_temporary_files(tmp_path):
         commit(pairs, overwrite=True)
     assert sorted(p.name for p in tmp_path.iterdir()) == [p.name for p in paths]
     write_records(tmp_path / "next.tfrecord", [b"x"])  # no journal to finish: no warning
+
+
+def test_a_failed_rename_of_one_file_raises_its_own_error(tmp_path):
+    """No journal to remove: the rename's error is raised, not the clean-up's."""
+    path = tmp_path / "a.tfrecord"
+    pair = staged(path, b"data")
+    path.mkdir()
+    with pytest.raises(IsADirectoryError):
+        commit([pair], overwrite=True)
+    assert [p.name for p in tmp_path.iterdir()] == ["a.tfrecord"]
 
 
 def test_a_live_writer_of_another_user_keeps_its_temporary_file(tmp_path, monkeypatch):

@@ -7,6 +7,7 @@ import pickle
 import struct
 import subprocess
 import sys
+import warnings
 import zlib
 
 import numpy as np
@@ -685,6 +686,23 @@ def test_a_compressed_file_is_read_from_disk_a_slice_at_a_time(tmp_path):
     write_records(path, (os.urandom(1 << 16) for _ in range(192)), compression="GZIP")
     assert path.stat().st_size > 12 << 20
     assert python_peak_mib(lambda: verify(path, "GZIP")) < 8
+
+
+def test_the_writer_holds_about_a_mebibyte_of_records_at_a_time(tmp_path):
+    """16 MiB of distinct 4 KiB records: gathered and written a mebibyte at a time."""
+    records = (os.urandom(1 << 12) for _ in range(1 << 12))
+    peak = python_peak_mib(lambda: write_records(tmp_path / "many.tfrecord", records))
+    assert peak < 8
+
+
+@pytest.mark.parametrize("compression", COMPRESSIONS)
+def test_writing_and_reading_warn_nothing(tmp_path, compression):
+    path = tmp_path / "quiet.tfrecord"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        write_records(path, [b"a", b"bc"], compression)
+        assert list(iter_records(path, compression)) == [b"a", b"bc"]
+        assert verify(path, compression) == 2
 
 
 def test_detect_compression_reads_only_the_first_header(tmp_path):
