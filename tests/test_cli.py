@@ -2,6 +2,7 @@
 
 import gzip
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -182,11 +183,20 @@ def test_inspect_show_out_of_range(files, capsys):
     assert status == 1 and err == "good.tfrecord: --show 4: the file has only 4 records\n"
 
 
-@pytest.mark.parametrize("command", [[], ["convert-voc"], ["verify"], ["inspect"]])
-def test_help_of_every_command(capsys, command):
-    status, out, _ = run(capsys, *command, "--help")
-    assert status == 0
-    assert out.startswith("usage: ") and "--help" in out
+README = Path(__file__).resolve().parents[1] / "README.md"
+#: ```text blocks of the README that start with ``$ python -m helpers ... --help``
+HELP_BLOCK = re.compile(r"```text\n\$ python -m helpers ([^\n]*--help)\n(.*?)```", re.DOTALL)
+
+
+def test_the_readme_shows_the_help_of_every_command_as_printed(capsys, monkeypatch):
+    """Every option, its metavar, default and help as the README documents them."""
+    monkeypatch.setenv("COLUMNS", "100")  # argparse wraps help to the terminal's width
+    shown = dict(HELP_BLOCK.findall(README.read_text()))
+    assert list(shown) == ["--help", "convert-voc --help", "verify --help", "inspect --help"]
+    for command, text in shown.items():
+        status, out, _ = run(capsys, *command.split())
+        assert status == 0
+        assert out == text, f"README.md's `{command}` block is out of date; it prints:\n{out}"
 
 
 @pytest.mark.parametrize(
