@@ -10,6 +10,7 @@ dropped, not a reason for every later write to fail.
 
 import errno
 import json
+import re
 import subprocess
 import sys
 import warnings
@@ -213,6 +214,35 @@ def test_temp_path_names_the_file_and_this_process(tmp_path):
     assert temp.parent == tmp_path
     assert temp.name.startswith(f".a.tfrecord.{_commit.os.getpid()}-beam")
     assert temp.name.endswith(".tmp") and temp != temp_path(tmp_path / "a.tfrecord", "beam")
+
+
+def test_temp_path_without_a_tag_is_name_pid_and_8_hex_digits(tmp_path):
+    """``.NAME.PID-HEX.tmp``: 4 random bytes, as the docstring says."""
+    pid = _commit.os.getpid()
+    name = temp_path(tmp_path / "a.tfrecord").name
+    assert re.fullmatch(rf"\.a\.tfrecord\.{pid}-[0-9a-f]{{8}}\.tmp", name), name
+
+
+def test_the_warning_about_a_killed_writers_files_points_at_the_callers_line(tmp_path):
+    (tmp_path / ".a.tfrecord.old.tmp").write_bytes(b"half a record")  # no process id: stale
+    with pytest.warns(UserWarning, match="removed 1 temporary file") as caught:
+        write_records(tmp_path / "a.tfrecord", [b"x"])
+    assert [warning.filename for warning in caught] == [__file__]
+
+
+def test_a_stale_temporary_file_removed_meanwhile_is_no_error(tmp_path, monkeypatch):
+    """Another process (``make clean``) may remove it between the listing and the removal."""
+    temp = tmp_path / ".a.tfrecord.1-0123abcd.tmp"
+    temp.write_bytes(b"half a record")
+
+    def dead_and_cleaned_up(pid, signal):
+        temp.unlink()
+        raise ProcessLookupError(pid)
+
+    monkeypatch.setattr(_commit.os, "kill", dead_and_cleaned_up)
+    with pytest.warns(UserWarning, match="removed 1 temporary file"):
+        prepare([tmp_path / "a.tfrecord"], overwrite=False)
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_a_failed_rename_removes_the_journal_and_the_temporary_files(tmp_path):

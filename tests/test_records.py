@@ -705,6 +705,14 @@ def test_writing_and_reading_warn_nothing(tmp_path, compression):
         assert verify(path, compression) == 2
 
 
+def test_tensorflows_empty_compression_string_means_plain(tmp_path):
+    path = tmp_path / "plain.tfrecord"
+    write_records(path, [b"a"], compression="")
+    assert list(iter_records(path, "")) == [b"a"] and verify(path, "") == 1
+    write_records(tmp_path / "none.tfrecord", [b"a"], compression=None)
+    assert path.read_bytes() == (tmp_path / "none.tfrecord").read_bytes()
+
+
 def test_detect_compression_reads_only_the_first_header(tmp_path):
     path = tmp_path / "big.tfrecord"
     write_records(path, [b"x"])
