@@ -688,6 +688,32 @@ def test_a_compressed_file_is_read_from_disk_a_slice_at_a_time(tmp_path):
     assert python_peak_mib(lambda: verify(path, "GZIP")) < 8
 
 
+def gzip_of_size(size: int, data: bytes) -> bytes:
+    """A GZIP member of ``data`` made exactly ``size`` bytes long by its header's extra field."""
+    deflate = zlib.compressobj(6, zlib.DEFLATED, -15)  # raw deflate: header and trailer are ours
+    body = deflate.compress(data) + deflate.flush()
+    trailer = struct.pack("<II", zlib.crc32(data), len(data) & 0xFFFFFFFF)
+    extra = size - 12 - len(body) - len(trailer)
+    assert 0 <= extra < 1 << 16, f"{len(body)} bytes of deflate do not fit in {size}"
+    return b"\x1f\x8b\x08\x04" + bytes(6) + struct.pack("<H", extra) + bytes(extra) + body + trailer
+
+
+def test_data_after_a_gzip_stream_that_ends_a_read_is_refused_unread(tmp_path):
+    """The stream ends exactly where a 1 MiB read of the file does: 16 MiB after it are
+    damage, told by one more byte, not read whole."""
+    plain = tmp_path / "plain.tfrecord"
+    write_records(plain, (os.urandom(1000) for _ in range(1000)))
+    stream = gzip_of_size(_framing.CHUNK, plain.read_bytes())
+    path = tmp_path / "trailing.tfrecord.gz"
+    path.write_bytes(stream)
+    assert verify(path, "GZIP") == 1000
+    path.write_bytes(stream + bytes(16 << 20))
+    reason = "unexpected data after the end of the compressed stream"
+    with pytest.raises(RecordError, match=f"record 1000 at byte 1016000: .*{reason}"):
+        verify(path, "GZIP")
+    assert python_peak_mib(lambda: pytest.raises(RecordError, verify, path, "GZIP")) < 8
+
+
 def test_the_writer_holds_about_a_mebibyte_of_records_at_a_time(tmp_path):
     """16 MiB of distinct 4 KiB records: gathered and written a mebibyte at a time."""
     records = (os.urandom(1 << 12) for _ in range(1 << 12))
