@@ -53,6 +53,8 @@ def _intact(path: Path, asked: object, work: Callable[[Path, str | None], bool])
         uncompressed = " of the uncompressed stream" if compression else ""
         where = f"{error.path}: record {error.index} at byte {error.offset}{uncompressed}"
         _complain(f"{where}: {error.reason}")
+    except BrokenPipeError:  # stdout's reader went away (``| head``): main stops quietly
+        raise
     except OSError as error:
         _complain(f"{path}: cannot read: {error.strerror or error}")
     return False

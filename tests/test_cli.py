@@ -11,8 +11,9 @@ import pytest
 from builders import example, sequence_example
 from lock_imports import require
 
+from helpers import cli
 from helpers.cli import main
-from helpers.records import iter_records, write_records
+from helpers.records import iter_records, verify, write_records
 
 tf = require("tensorflow")
 
@@ -244,14 +245,85 @@ def test_convert_voc_writes_shards_and_refuses_to_overwrite(tmp_path, capsys, mo
     before = {p.name: p.read_bytes() for p in shards}
 
     status, out, err = run(capsys, *argv)
-    assert status == 1 and out == ""
-    assert "train-00000-of-00002.tfrecord" in err and "pass --overwrite to replace" in err
-    assert "overwrite=True" not in err and len(err.splitlines()) == 1
+    assert (status, out) == (1, "")
+    exist = "train-00000-of-00002.tfrecord, train-00001-of-00002.tfrecord already exist"
+    assert err == f"convert-voc: {exist}; pass --overwrite to replace\n"
     assert {p.name: p.read_bytes() for p in shards} == before
 
     status, _, _ = run(capsys, *argv, "--overwrite", "--encoding", "encoded")
     assert status == 0
     assert {p.name: p.read_bytes() for p in shards} != before
+
+
+def test_convert_voc_takes_the_smallest_numbers_and_shows_its_progress(
+    tmp_path, capsys, monkeypatch
+):
+    """One shard and seed 0 are allowed; without --quiet a progress bar goes to stderr."""
+    monkeypatch.chdir(tmp_path)
+    argv = ["convert-voc", "--split", "train", "--out", "one", "--num-shards", "1"]
+    status, out, err = run(capsys, *argv, "--shuffle-seed", "0")
+    shard = tmp_path / "one-00000-of-00001.tfrecord"
+    records, size = verify(shard), shard.stat().st_size
+    assert status == 0 and "100%" in err
+    assert (
+        out == f"wrote split 'train': {records} records in 1 file, {size:,} bytes: {shard.name}\n"
+    )
+
+
+def test_convert_voc_names_the_first_and_last_of_three_shards(tmp_path, capsys, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    argv = ["convert-voc", "--split", "val", "--out", "v", "--num-shards", "3", "--quiet"]
+    status, out, _ = run(capsys, *argv)
+    assert status == 0
+    assert out.endswith(": v-00000-of-00003.tfrecord ... v-00002-of-00003.tfrecord\n")
+
+
+def test_inspect_shows_record_0_and_counts_one_record_in_the_singular(tmp_path, capsys):
+    path = tmp_path / "one.tfrecord"
+    write_records(path, [numbered(0)])
+    status, out, err = run(capsys, "inspect", str(path), "--show", "0")
+    assert (status, err) == (0, "") and "record 0: tf.train.Example" in out
+    assert run(capsys, "verify", str(path)) == (0, f"{path}: ok, 1 record\n", "")
+
+
+def test_the_installed_command_names_itself_in_its_usage(capsys, monkeypatch):
+    monkeypatch.setattr(sys, "argv", ["/env/bin/tfrecord-helpers"])
+    status, out, _ = run(capsys, "--help")
+    assert status == 0 and out.startswith("usage: tfrecord-helpers [-h] COMMAND ...")
+
+
+def test_an_interrupt_is_one_word_and_exit_130(files, capsys, monkeypatch):
+    def interrupted(*args):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(cli, "verify", interrupted)
+    assert run(capsys, "verify", "good.tfrecord") == (130, "", "interrupted\n")
+
+
+def test_a_closed_pipe_ends_quietly_with_later_output_discarded(files, tmp_path, monkeypatch):
+    """``... inspect big.tfrecord | head``: the reader went away; nothing more is written."""
+    out = open(tmp_path / "stdout.txt", "w")  # a file of its own: the command redirects its fd
+
+    def reader_gone(*args):
+        print("before", file=out, flush=True)
+        raise BrokenPipeError
+
+    monkeypatch.setattr(sys, "stdout", out)
+    monkeypatch.setattr(cli, "verify", reader_gone)
+    assert main(["verify", "good.tfrecord"]) == 1
+    print("after", file=out, flush=True)  # goes to the null device now
+    out.close()
+    assert (tmp_path / "stdout.txt").read_text() == "before\n"
+
+
+def test_verify_piped_into_head_stops_at_the_closed_pipe_quietly(files):
+    """Not one "cannot read" per remaining file: the files are fine, the reader left."""
+    argv = [sys.executable, "-m", "helpers", "verify", *["good.tfrecord"] * 3000]
+    command = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert command.stdout.readline() == "good.tfrecord: ok, 4 records\n"
+    command.stdout.close()  # as head does after its line
+    err = command.stderr.read()
+    assert command.wait() == 1 and err == ""
 
 
 def test_convert_voc_gzip_and_a_missing_root(tmp_path, capsys, monkeypatch):
@@ -281,8 +353,8 @@ def test_convert_voc_index_writes_each_shards_offsets_for_random_access(tmp_path
     with RecordView(shards) as view:
         assert view[list(range(len(view)))] == [r for p in shards for r in iter_records(p)]
     status, stdout, err = run(capsys, *argv, "--index", "--compression", "GZIP", "--overwrite")
-    assert status == 2 and stdout == "" and len(err.splitlines()) == 1
-    assert "--index needs plain shards: compressed ones cannot be indexed" in err
+    assert (status, stdout) == (2, "")
+    assert err == "convert-voc: --index needs plain shards: compressed ones cannot be indexed\n"
 
 
 def test_python_m_helpers_help_in_a_subprocess():
@@ -437,11 +509,14 @@ def test_convert_voc_shuffle_seed_writes_a_seeded_permutation(tmp_path, capsys, 
     assert [written_filenames([s]) for s in shards] == [expected[0::2], expected[1::2]]
 
 
+BEAM_ONLY = "convert-voc: --beam-option and --verbose need --engine beam\n"
+
+
 @pytest.mark.parametrize(
     "argv, says",
     [
-        (["--beam-option=--runner=FlinkRunner"], "need --engine beam"),
-        (["--verbose"], "need --engine beam"),
+        (["--beam-option=--runner=FlinkRunner"], BEAM_ONLY),
+        (["--verbose"], BEAM_ONLY),
         (["--shuffle-seed", "-1"], "non-negative"),
         (["--task", "boxes"], "invalid choice"),
     ],
