@@ -27,6 +27,10 @@ NOT_RUN = {
     "python -m benchmarks records": "takes minutes and measures time, which tests never do",
     "python -m benchmarks pipeline": "takes minutes and measures time, which tests never do",
     "python -m benchmarks suite": "runs this test suite three times and measures time",
+    "make bench-scale": "writes 22 GB and reads it from a cold page cache for hours; "
+    "tests/test_benchmark_reference.py checks the result it records",
+    "python -m benchmarks.reference": "prints the tables of the committed reference results; "
+    "tests/test_benchmark_reference.py checks that the README holds them exactly",
     "make mutation": "runs the helper tests once per mutant, for hours; not part of make test; "
     "tests/test_mutation_score.py checks the score file it writes",
     "make mutation MODULE=records": "the same for one module (minutes to an hour)",
@@ -77,8 +81,9 @@ def test_every_documented_command_is_run_or_says_why_not():
         "python scripts/run_notebooks.py notebooks/NN_*.ipynb",
         "python scripts/run_notebooks.py --no-save notebooks/*.ipynb",  # on small notebooks
         "python -m helpers COMMAND --help",  # tests/test_cli.py: --help of every command
+        "python -m helpers index",  # notebook 10's row; index_recipe() runs it on shards
     }
-    tested |= set(command_line_recipe()) | set(scale_and_boxes_recipe())
+    tested |= set(command_line_recipe()) | set(scale_and_boxes_recipe()) | set(index_recipe())
     unclassified = [c for c in documented_commands() if c not in NOT_RUN and c not in tested]
     assert not unclassified, f"documented but neither tested nor listed in NOT_RUN: {unclassified}"
 
@@ -120,6 +125,50 @@ def test_readme_command_line_recipe_works_as_described(tmp_path):
     done = run(steps[1], tmp_path)
     assert done.returncode == 1
     assert len(done.stderr.splitlines()) == 1 and re.search(r"record \d+ at byte \d+", done.stderr)
+
+
+def index_recipe() -> list[str]:
+    """README's index recipe: index the shards, then check them."""
+    return recipe("python -m helpers index data/", 2)
+
+
+def test_readme_index_recipe_works_as_described(tmp_path):
+    """Both index files beside each shard, in tfrecord2idx's text format; --check passes,
+    then names the one shard that changed; a GZIP file is refused by name."""
+    from helpers.records import write_records
+
+    index, check = index_recipe()
+    assert index.split()[3:] == ["index", "data/voc-train-*.tfrecord"]
+    assert check.split()[3:] == ["index", "--check", "data/voc-train-*.tfrecord"]
+    (tmp_path / "data").mkdir()
+    shards = [tmp_path / "data" / f"voc-train-0000{k}-of-00002.tfrecord" for k in range(2)]
+    for k, shard in enumerate(shards):
+        write_records(shard, [bytes(10 + k + j) for j in range(5)])
+    done = run(index, tmp_path)
+    assert done.returncode == 0, done.stderr
+    for k, shard in enumerate(shards):
+        lines = Path(f"{shard}.index").read_text().splitlines()
+        lengths = [10 + k + j + 16 for j in range(5)]  # payload + 16 bytes of framing
+        starts = [sum(lengths[:j]) for j in range(5)]
+        assert lines == [f"{s} {n}" for s, n in zip(starts, lengths, strict=True)]
+        assert Path(f"{shard}.index.npy").is_file()
+    done = run(check, tmp_path)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    written = {p: p.read_bytes() for p in (tmp_path / "data").iterdir()}
+    with shards[1].open("ab") as grown:
+        grown.write(b"x")
+    done = run(check, tmp_path)
+    assert done.returncode == 1
+    assert done.stderr.splitlines()[0].startswith(f"data/{shards[1].name}: "), done.stderr
+    assert len(done.stderr.splitlines()) == 1, done.stderr
+    assert shards[0].name not in done.stderr
+    for path, data in written.items():  # --check wrote nothing
+        if path != shards[1]:
+            assert path.read_bytes() == data, path
+    write_records(tmp_path / "data" / "voc-train.tfrecord.gz", [b"abc"], compression="GZIP")
+    done = run("python -m helpers index data/voc-train.tfrecord.gz", tmp_path)
+    assert done.returncode == 1 and "data/voc-train.tfrecord.gz: a GZIP" in done.stderr
+    assert not list((tmp_path / "data").glob("voc-train.tfrecord.gz.index*"))
 
 
 def test_readme_shuffle_beam_and_detection_recipe_works_as_described(tmp_path):
