@@ -10,7 +10,7 @@ NBVAL  ?=
 # Jupyter refuses to start as root (containers, classroom images) unless told it may.
 ALLOW_ROOT := $(if $(filter 0,$(shell id -u)),--allow-root)
 
-.PHONY: help venv lock lab test chromium lint test-helpers test-notebooks notebooks student assignments docs bench sample stability clean
+.PHONY: help venv lock lab test chromium lint test-helpers test-notebooks notebooks student assignments docs bench bench-scale sample stability clean
 
 help:
 	@echo "make lab        set up .venv and open JupyterLab on notebooks/"
@@ -21,6 +21,7 @@ help:
 	@echo "make assignments  an nbgrader course folder in build/nbgrader/"
 	@echo "make docs       the documentation site in build/html/ (open build/html/index.html)"
 	@echo "make bench      run benchmarks/ and print ratios against their baselines"
+	@echo "make bench-scale  opt-in scale run: 10^8 x 100 B and 10^6 x 10 KB (22 GB of disk), cold cache"
 	@echo "make mutation   mutation testing of helpers with mutmut, score recorded (MODULE=records: one)"
 	@echo "make lock       regenerate requirements.lock from requirements.txt and the dev tools"
 	@echo "make sample     rebuild the embedded VOC-format sample in helpers/sample_data/"
@@ -96,6 +97,12 @@ docs: $(READY)
 
 bench: $(READY)
 	$(PY) -m benchmarks
+
+# Opt-in, never part of make test or make bench: writes 22 GB under benchmarks/_work/scale (kept,
+# skipped when there) and reads it from a cold page cache. SCALE_SETS=100x100000 SCALE_SHARDS=4
+# make bench-scale is a smoke run (benchmarks/bench_scale.py lists the variables).
+bench-scale: $(READY)
+	$(PY) -m benchmarks scale
 
 # Mutation testing of every helpers module but plots, notebook and beam against their unit
 # tests ([tool.mutmut] in pyproject.toml), on one core, then the score per module written to

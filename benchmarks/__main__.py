@@ -8,6 +8,8 @@ benchmark are also written as JSON to `benchmarks/results/<name>-<time>.json`
 runs can be compared. With ``--reference`` the same JSON also replaces the committed
 reference result `benchmarks/reference/<name>.json`, the one the README quotes
 (``benchmarks/reference.py`` prints its table; tests/test_benchmark_reference.py checks it).
+The benchmarks in OPT_IN run only when named (`make bench-scale` is `python -m benchmarks
+scale`: hours and 22 GB of disk).
 """
 
 import importlib
@@ -35,7 +37,10 @@ PACKAGES = [
     "apache-beam",
     "grain",
     "array-record",
+    "psutil",
 ]
+#: Benchmarks run only when named: the scale run writes 22 GB and reads it from a cold cache.
+OPT_IN = {"scale"}
 
 
 def environment() -> dict:
@@ -90,7 +95,7 @@ def main(argv: list[str]) -> int:
         for m in pkgutil.iter_modules([str(HERE)])
         if m.name.startswith("bench_")
     )
-    chosen = argv or available
+    chosen = argv or [name for name in available if name not in OPT_IN]
     unknown = sorted(set(chosen) - set(available))
     if unknown:
         print(f"unknown benchmark(s) {unknown}; available: {available}")

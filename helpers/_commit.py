@@ -8,17 +8,19 @@ when there are several, which the next write into the folder redoes if a kill cu
 import contextlib
 import fcntl
 import glob
-import itertools
+import io
 import json
 import os
 import re
 import secrets
 import warnings
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
+import numpy as np
+
 from helpers._checks import PathLike, check_compression, check_int
-from helpers._framing import INDEX_SUFFIX
+from helpers._framing import BINARY_SUFFIX, INDEX_SUFFIX
 
 SUFFIX = {None: ".tfrecord", "GZIP": ".tfrecord.gz", "ZLIB": ".tfrecord.zz"}
 
@@ -55,11 +57,17 @@ def staged(path: Path, data: bytes) -> tuple[Path, Path]:
     return temp, path
 
 
-def staged_index(path: Path, sizes: list[int]) -> tuple[Path, Path]:
-    """``path``'s index, ``start length`` of each record from their ``sizes``, :func:`staged`."""
-    starts = itertools.accumulate(sizes, initial=0)
-    text = "".join(f"{start} {size}\n" for start, size in zip(starts, sizes, strict=False))
-    return staged(path.with_name(path.name + INDEX_SUFFIX), text.encode())
+def staged_index(path: Path, sizes: Sequence[int], stat: os.stat_result) -> list[tuple[Path, Path]]:
+    """``path``'s two indexes from its records' ``sizes``, :func:`staged`: ``start length`` lines,
+    and int64 size and ``st_mtime_ns`` of the file ``stat`` gives, then the ``n + 1`` boundaries."""
+    bounds = np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)])
+    text = "".join(map("{} {}\n".format, bounds[:-1].tolist(), np.diff(bounds).tolist()))
+    binary = io.BytesIO()
+    np.save(binary, np.concatenate([[stat.st_size, stat.st_mtime_ns], bounds]))
+    return [
+        staged(path.with_name(path.name + INDEX_SUFFIX), text.encode()),
+        staged(path.with_name(path.name + BINARY_SUFFIX), binary.getvalue()),
+    ]
 
 
 @contextlib.contextmanager

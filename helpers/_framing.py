@@ -22,6 +22,7 @@ MASK_DELTA = 0xA282EAD8
 MAX_RECORD_BYTES = 1 << 28  # the most bytes of one record a reader holds, by default
 CHUNK = 1 << 20  # the bytes a reader reads or inflates, or a writer gathers, at a time
 INDEX_SUFFIX = ".index"  # next to a record file: a ``start length`` line per record
+BINARY_SUFFIX = ".index.npy"  # next to it: int64 size, mtime_ns, then the n + 1 boundaries
 
 
 class RecordError(ValueError):
@@ -119,14 +120,23 @@ def unframe(data: bytes, start: int, end: int) -> bytes | None:
 def unframe_many(data: bytes, starts: np.ndarray, ends: np.ndarray) -> tuple[list, np.ndarray]:
     """:func:`unframe` for the records of ``data`` from ``starts`` to ``ends``, with NumPy: their
     payloads, and a mask of those that fail the comparisons (then the check says why)."""
-    every_header = np.ndarray(len(data) - HEADER_SIZE + 1, HEADER_DTYPE, data, 0, (1,))
-    every_crc = np.ndarray(len(data) - FOOTER_SIZE + 1, "<u4", data, 0, (1,))  # at each byte
-    headers, footers = every_header[starts], every_crc[ends - FOOTER_SIZE]
+    every_crc = np.ndarray(len(data) - FOOTER_SIZE + 1, CRC_DTYPE, data, 0, (1,))  # at each byte
+    headers, footers = headers_at(data, starts), every_crc[ends - FOOTER_SIZE]
     where = zip((starts + HEADER_SIZE).tolist(), (ends - FOOTER_SIZE).tolist(), strict=True)
     payloads = [data[first:last] for first, last in where]
-    # A header's CRC covers only its length: one CRC per distinct length checks them all.
-    distinct, which = np.unique(headers["length"], return_inverse=True)
-    length_crcs = np.array([masked_crc32c(LENGTH.pack(n)) for n in distinct.tolist()], np.uint32)
     crcs = mask(np.fromiter(map(google_crc32c.value, payloads), np.int64, len(payloads)))
     bad = headers["length"] != (ends - starts - FRAME_SIZE).astype(np.uint64)
-    return payloads, bad | (length_crcs[which] != headers["crc"]) | (crcs != footers)
+    return payloads, bad | bad_headers(headers) | (crcs != footers)
+
+
+def headers_at(data: bytes, starts: np.ndarray) -> np.ndarray:
+    """The headers (:data:`HEADER_DTYPE`) at byte offsets ``starts`` of ``data``, with NumPy."""
+    return np.ndarray(len(data) - HEADER_SIZE + 1, HEADER_DTYPE, data, 0, (1,))[starts]
+
+
+def bad_headers(headers: np.ndarray) -> np.ndarray:
+    """Which ``headers`` fail their length CRC. It covers only the length: one CRC per distinct
+    length checks them all."""
+    distinct, which = np.unique(headers["length"], return_inverse=True)
+    crcs = np.array([masked_crc32c(LENGTH.pack(n)) for n in distinct.tolist()], np.uint32)
+    return crcs[which.reshape(-1)] != headers["crc"]

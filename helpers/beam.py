@@ -110,9 +110,9 @@ def convert_with_beam(
             _run_in_child(job, verbose, timeout)
             for temp in temps[len(ids) :]:  # shards that receive no record: valid empty files
                 write_records(temp, [], args.compression)
-            if args.index:  # each shard's .index, from one walk over its headers
-                sizes = {path: np.diff(build_index(temp)).tolist() for temp, path in pairs}
-                pairs += [staged_index(path, n) for path, n in sizes.items()]
+            if args.index:  # each shard's two indexes, from one walk over its headers
+                for temp, path in zip(temps, paths, strict=True):
+                    pairs += staged_index(path, np.diff(build_index(temp)), os.stat(temp))
             commit(pairs, args.overwrite)
         finally:
             for temp, _ in pairs:  # and the temporary files of a worker's write_records

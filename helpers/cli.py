@@ -1,5 +1,5 @@
-"""``python -m helpers convert-voc | verify | inspect``: notebook 06 runs verify and inspect,
-notebook 08 convert-voc --engine beam, notebook 09 convert-voc --task detection and inspect."""
+"""``python -m helpers convert-voc | verify | inspect | index``: notebook 06 runs verify and
+inspect, notebook 08 convert-voc --engine beam, notebook 09 convert-voc --task detection."""
 
 import argparse
 import functools
@@ -10,20 +10,17 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from helpers._checks import check_compression
-from helpers.describe import describe_file, format_record, format_summary
+from helpers.describe import describe_file, format_record, format_summary, plural
+from helpers.index import check_index, write_index
 from helpers.records import RecordError, detect_compression, iter_records, verify
 
 _DETECT = object()  # a non-string default: argparse passes string defaults through `type`
 _say = functools.partial(print, flush=True)  # flushed, so that stdout and stderr stay in order
 
 
-def _complain(line: str) -> None:
+def _complain(line: str) -> int:  # the line on stderr; 1, a failed command's exit status
     print(line, file=sys.stderr, flush=True)
-
-
-def _count(number: int, noun: str) -> str:
-    """``1 record``, ``1,000 records``."""
-    return f"{number:,} {noun}" if number == 1 else f"{number:,} {noun}s"
+    return 1
 
 
 def _int_at_least(minimum: int, what: str) -> Callable[[str], int]:
@@ -67,7 +64,7 @@ def _verify(args: argparse.Namespace) -> int:
 
     def check(path: Path, compression: str | None) -> bool:
         how = f", {compression}" if compression else ""
-        _say(f"{path}: ok, {_count(verify(path, compression), 'record')}{how}")
+        _say(f"{path}: ok, {plural(verify(path, compression), 'record')}{how}")
         return True
 
     intact = [path for path in args.files if _intact(path, args.compression, check)]
@@ -99,13 +96,24 @@ def _inspect(args: argparse.Namespace) -> int:
     return 0 if len(intact) == len(args.files) else 1
 
 
+def _index(args: argparse.Namespace) -> int:
+    failed = []
+    for path in args.files:  # a line for each, as verify
+        try:
+            count = check_index(path) if args.check else write_index(path, sys.stderr.isatty())
+            _say(f"{path}: {'index ok' if args.check else 'indexed'}, {plural(count[0], 'record')}")
+        except (OSError, ValueError) as error:  # RecordError is a ValueError
+            failed.append(path)
+            _complain(str(error))
+    return 1 if failed else 0
+
+
 def _convert_voc(args: argparse.Namespace) -> int:
     """Convert a split of a VOC2012-layout folder into TFRecord shards
     PREFIX-00000-of-0000N.tfrecord, with a progress bar on stderr and a one-line summary.
     Existing outputs are replaced only with --overwrite."""
     if args.voc_root is not None and not args.voc_root.is_dir():
-        _complain(f"convert-voc: --voc-root {args.voc_root}: no such folder")
-        return 1
+        return _complain(f"convert-voc: --voc-root {args.voc_root}: no such folder")
     from helpers import voc, voc_records
 
     if args.engine == "local" and (args.beam_option or args.verbose):
@@ -128,20 +136,18 @@ def _convert_voc(args: argparse.Namespace) -> int:
         paths = convert(root, args.split, args.out, **common)
     except FileExistsError as error:
         exists = str(error).split("; pass overwrite=True")[0]
-        _complain(f"convert-voc: {exists}; pass --overwrite to replace")
-        return 1
+        return _complain(f"convert-voc: {exists}; pass --overwrite to replace")
     except (OSError, ValueError) as error:  # VOCError and RecordError are ValueErrors
-        _complain(f"convert-voc: {error}")
-        return 1
+        return _complain(f"convert-voc: {error}")
     except RuntimeError as error:  # Beam's own failure; a local one is a bug: show its traceback
         if args.engine != "beam":
             raise
-        _complain(f"convert-voc: the Beam pipeline failed: {error} (--verbose shows Beam's log)")
-        return 1
+        failed = f"the Beam pipeline failed: {error} (--verbose shows Beam's log)"
+        return _complain(f"convert-voc: {failed}")
     where = str(paths[0]) if len(paths) == 1 else f"{paths[0]} ... {paths[-1].name}"
     records = sum(verify(path, args.compression) for path in paths)  # what was written reads back
     size = sum(path.stat().st_size for path in paths)
-    counts = f"{_count(records, 'record')} in {_count(len(paths), 'file')}, {size:,} bytes"
+    counts = f"{plural(records, 'record')} in {plural(len(paths), 'file')}, {size:,} bytes"
     _say(f"wrote split {args.split!r}: {counts}: {where}")
     return 0
 
@@ -150,7 +156,7 @@ def _parser() -> argparse.ArgumentParser:
     name = Path(sys.argv[0]).name if sys.argv and sys.argv[0] else ""
     parser = argparse.ArgumentParser(
         prog=name if name == "tfrecord-helpers" else "python -m helpers",
-        description="Convert, verify and inspect TFRecord files (the TFRecord tutorials' helpers)",
+        description="Convert, verify, inspect and index TFRecord files (the tutorials' helpers)",
         epilog="Exit status: 0 success, 1 a damaged file or a failed command, 2 bad usage.",
     )
     commands = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
@@ -190,17 +196,18 @@ def _parser() -> argparse.ArgumentParser:
     )
     add("--beam-option", action="append", default=[], metavar="OPTION", help=beam)
     add("--verbose", action="store_true", help="with --engine beam: Beam's logging")
-    index = "also write SHARD.index (record offsets for random access; plain shards only)"
-    add("--index", action="store_true", help=index)
+    add("--index", action="store_true", help="also write SHARD.index (see index; plain shards)")
     add("--overwrite", action="store_true", help="replace output shards that exist")
     add("--quiet", action="store_true", help="no progress bar")
 
-    check = command("verify", _verify)
-    inspect = command("inspect", _inspect)
-    stored = "how FILE is stored (default: detected from its first bytes)"
-    for sub in (check, inspect):  # both take files and how they are stored
+    runs = {"verify": _verify, "inspect": _inspect, "index": _index}
+    check, inspect, index = (command(name, run) for name, run in runs.items())
+    for sub in (check, inspect, index):
         sub.add_argument("files", nargs="+", type=Path, metavar="FILE", help="the files")
+    stored = "how FILE is stored (default: detected from its first bytes)"
+    for sub in (check, inspect):
         sub.add_argument("--compression", type=_compression, default=_DETECT, help=stored)
+    index.add_argument("--check", action="store_true", help="check the index, write nothing")
     record = _int_at_least(0, "a record index (0, 1, ...)")
     inspect.add_argument("--show", type=record, metavar="N", help="also print record N readably")
     return parser

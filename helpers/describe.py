@@ -111,8 +111,9 @@ def _span(pair: tuple[int, int] | None) -> str:
     return "-" if pair is None else "-".join(f"{n:,}" for n in sorted(set(pair)))
 
 
-def _plural(n: int, word: str) -> str:
-    return f"{n:,} {word}" + ("" if n == 1 else "s")
+def plural(n: int, word: str) -> str:
+    """``1 record``, ``1,000 records``: a count as describe and the command line print it."""
+    return f"{n:,} {word}" if n == 1 else f"{n:,} {word}s"
 
 
 def _table(rows: list[list[str]]) -> list[str]:
@@ -126,7 +127,7 @@ def format_summary(summary: FileSummary) -> str:
     if kind is None:
         return f"{summary.source}: 0 records"
     what = "TensorProto (tf.io.serialize_tensor)" if kind == "TensorProto" else f"tf.train.{kind}"
-    lines = [f"{summary.source}: {_plural(n, 'record')} of {what}"]
+    lines = [f"{summary.source}: {plural(n, 'record')} of {what}"]
     if kind == "TensorProto":
         rows = [
             [t.name, _span(t.ranks), t.shape, _span(t.values), f"{t.present:,} of {n:,}"]
@@ -170,14 +171,14 @@ def format_record(payload: bytes) -> str:
         return f"TensorProto: dtype {TENSOR_DTYPES[message.dtype][0]}, shape {shape}"
     rows = [[name, *_values(f)] for name, f in sorted(message.context.feature.items())]
     if kind == "Example":
-        return "\n".join([f"tf.train.Example with {_plural(len(rows), 'feature')}", *_table(rows)])
+        return "\n".join([f"tf.train.Example with {plural(len(rows), 'feature')}", *_table(rows)])
     lists = sorted(message.feature_lists.feature_list.items())
     for name, feature_list in lists:
         steps = feature_list.feature
         rows += [[f"{name}[{i}]", *_values(step)] for i, step in enumerate(steps[:_MAX_STEPS])]
         if len(steps) > _MAX_STEPS or not steps:
             rest = f"{name}[{min(len(steps), _MAX_STEPS)}:]"
-            rows.append([rest, "", f"({_plural(len(steps), 'step')} in all)"])
-    context = _plural(len(message.context.feature), "context feature")
-    head = f"tf.train.SequenceExample with {context} and {_plural(len(lists), 'feature list')}"
+            rows.append([rest, "", f"({plural(len(steps), 'step')} in all)"])
+    context = plural(len(message.context.feature), "context feature")
+    head = f"tf.train.SequenceExample with {context} and {plural(len(lists), 'feature list')}"
     return "\n".join([head, *_table(rows)])

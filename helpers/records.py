@@ -57,8 +57,8 @@ class _RecordFile:
         self.file.flush()
         os.fsync(self.file.fileno())
         self.file.close()
-        if self.sizes is not None:
-            self.pairs.append(staged_index(self.path, self.sizes))
+        if self.sizes is not None:  # the binary index names the file as its temporary name has it
+            self.pairs += staged_index(self.path, self.sizes, os.stat(self.temp))
 
     def discard(self) -> None:
         self.file.close()

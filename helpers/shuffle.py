@@ -1,11 +1,9 @@
 """A uniform global shuffle of TFRecord files: shuffle record *numbers*, then read each record
-by random access (notebook 04 measures the bias of a small shuffle buffer and builds this fix).
-"""
+by random access (notebook 04 measures the bias of a small shuffle buffer and builds this fix)."""
 
 from __future__ import annotations
 
-import functools
-import itertools
+import math
 import os
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -19,76 +17,143 @@ if TYPE_CHECKING:  # TensorFlow is imported only when a dataset is made
     import tensorflow as tf
 
 
+class EpochOrder(Sequence):
+    """The record numbers (int64) shard ``shard_index`` of ``num_shards`` reads in ``epoch``, per
+    position (``order[i]``, ``order[a:b]``, ``order[array]``): a seeded bijection of ``[0, n)``
+    like Grain's ``index_shuffle``, at every size. Feistel rounds (16 under 2**20 records, else
+    8) on ``[0, a) x [0, b)``, ``a = ceil(sqrt(n))``, add SplitMix64 keyed by ``default_rng``
+    ``([seed, epoch])`` modulo a or b; 0 and 1 swap half the time (odd permutations too); the few
+    past the end step on. Shard ``k`` starts at position ``k * len(order)``; several get equal
+    whole batches, ``order.dropped`` (< ``num_shards * batch_size``, new each epoch) go to none.
+    Bad arguments: TypeError, ValueError; a position out of range: IndexError."""
+
+    def __init__(
+        self,
+        num_records: int,
+        seed: int,
+        epoch: int = 0,
+        num_shards: int = 1,
+        shard_index: int = 0,
+        batch_size: int = 1,
+    ) -> None:
+        self.num_records = check_int(num_records, "num_records", minimum=0)
+        self.seed, self.epoch = check_seed(seed), check_int(epoch, "epoch", minimum=0)
+        self.num_shards = check_int(num_shards, "num_shards", minimum=1)
+        self.shard_index = check_int(shard_index, "shard_index", minimum=0)
+        self.batch_size = check_int(batch_size, "batch_size", minimum=1)
+        if self.shard_index >= self.num_shards:
+            raise ValueError(f"shard_index must be below {num_shards}, got {shard_index}")
+        per = self.batch_size if self.num_shards > 1 else 1  # records per share's unit
+        self._share = self.num_records // (self.num_shards * per) * per
+        self.dropped = self.num_records - self.num_shards * self._share
+        rng = np.random.default_rng([self.seed, self.epoch])
+        rounds = 16 if self.num_records < 2**20 else 8  # NIST wants FF1 domains over 10**6
+        self._keys = rng.integers(2**64, size=rounds + 1, dtype=np.uint64)  # and a parity bit
+        a = max(2, math.isqrt(max(self.num_records - 1, 0)) + 1)  # a * b >= n, under a more
+        self._sides = np.array([a, max(1, -(-self.num_records // a))] * (rounds // 2), np.uint64)
+
+    def __len__(self) -> int:
+        return self._share
+
+    def __getitem__(self, key: int | slice | np.ndarray) -> int | np.ndarray:
+        places = np.arange(*key.indices(len(self))) if isinstance(key, slice) else np.asarray(key)
+        if places.dtype.kind not in "iu":  # not bools either
+            raise TypeError(f"a position, a slice or an array of positions, not {key!r}")
+        if places.size and not -len(self) <= places.min() <= places.max() < len(self):
+            raise IndexError(f"position out of range: the order holds {len(self)} records")
+        first = self.shard_index * self._share  # this shard's first position in the epoch
+        out = self._step((places.reshape(-1) % max(len(self), 1) + first).astype(np.uint64))
+        walking = np.flatnonzero(out >= self.num_records)  # stepped on until inside: rare
+        while walking.size:
+            out[walking] = self._step(out[walking])
+            walking = walking[out[walking] >= self.num_records]
+        return int(out[0]) if places.ndim == 0 else out.astype(np.int64).reshape(places.shape)
+
+    def _step(self, x: np.ndarray) -> np.ndarray:  # one bijection of [0, a * b)
+        a, b = self._sides[:2]  # then a, b, a, b...: the modulus of each round
+        left, right = x // b, x % b  # left in [0, a), right in [0, b); a round swaps them
+        for key, modulus in zip(self._keys[:-1], self._sides, strict=True):  # uint64 wraps
+            mixed = right ^ key  # then SplitMix64's finalizer
+            mixed = (mixed ^ (mixed >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
+            mixed = (mixed ^ (mixed >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
+            left, right = right, (left + (mixed ^ (mixed >> np.uint64(31))) % modulus) % modulus
+        out = left * b + right
+        return np.where(out < 2, out ^ (self._keys[-1] & np.uint64(1)), out)  # maybe swap 0, 1
+
+
 def permutation(num_records: int, seed: int, epoch: int = 0) -> np.ndarray:
-    """A uniformly random permutation of ``0 .. num_records - 1`` as int64 (notebook 04), the
-    same for the same ``(seed, epoch)`` (``default_rng([seed, epoch])``): a new ``epoch`` per
-    pass. TypeError for an argument not an int (``None`` too), ValueError for a negative one."""
-    num_records = check_int(num_records, "num_records", minimum=0)
-    rng = np.random.default_rng([check_seed(seed), check_int(epoch, "epoch", minimum=0)])
-    return rng.permutation(num_records).astype(np.int64, copy=False)
+    """``EpochOrder(num_records, seed, epoch)[:]``: every record number once (notebook 04), the
+    same for the same ``(seed, epoch)``, a new order for each ``epoch``."""
+    return EpochOrder(num_records, seed, epoch)[:]
 
 
 def global_shuffle_dataset(
     files: str | os.PathLike | Sequence[str | os.PathLike],
     seed: int,
     read_batch: int = 1024,
-    reshuffle_each_iteration: bool = True,
     parallel_reads: int | None = None,
     batch_size: int | None = None,
+    *,
+    epoch: int = 0,
+    position: int = 0,
+    epochs: int | None = 1,
+    num_shards: int = 1,
+    shard_index: int = 0,
+    input_context: tf.distribute.InputContext | None = None,
+    deterministic: bool = True,
 ) -> tf.data.Dataset:
-    """A ``tf.data.Dataset`` of every record of ``files`` (scalar ``tf.string``), pass ``k`` in
-    the order of ``permutation(n, seed, epoch=k)`` (``epoch=0`` without reshuffling).
-
-    Slices of ``read_batch`` numbers are read by :class:`~helpers.index.RecordView` in
-    ``tf.numpy_function``, ``parallel_reads`` at a time (``None``: AUTOTUNE). Memory: 16 bytes
-    per record. The cardinality is known. With ``batch_size``, elements are vectors of that many
-    records (the last may be shorter) and a slice is whole batches, at most 1 MiB unless one
-    batch is more. TypeError or ValueError for an argument not an int or below 1 (a seed below
-    0) or a GZIP/ZLIB file; RecordError for a damaged header; tf.errors.InvalidArgumentError
-    while iterating for a damaged record (with the RecordError's file, record and offset).
-    """
+    """This shard's records as a ``tf.data.Dataset`` (``tf.string``; with ``batch_size``, vectors,
+    an epoch's last maybe shorter), epochs ``epoch`` to ``epoch + epochs - 1`` (``None``: on, for
+    Keras ``steps_per_epoch``) in :class:`EpochOrder`'s order, the first from ``position``;
+    ``input_context`` (``tf.distribute``) gives the shards. ``parallel_reads`` calls (``None``:
+    AUTOTUNE) read ``read_batch`` records, or whole batches to 1 MiB. Finite: cardinality known.
+    A ``tf.train.Checkpoint`` of an iterator holds positions (< 4 KB), resumes exactly; with
+    ``deterministic=False`` reads finish out of order: it saves those in flight, resumes with the
+    same records in another order. Raises TypeError, ValueError (GZIP/ZLIB too), RecordError;
+    tf.errors.InvalidArgumentError names a damaged record while iterating."""
     import tensorflow as tf
 
-    seed = check_seed(seed)
     read_batch = check_int(read_batch, "read_batch", minimum=1)
-    if batch_size is not None:
-        batch_size = check_int(batch_size, "batch_size", minimum=1)
     if parallel_reads is not None:
         parallel_reads = check_int(parallel_reads, "parallel_reads", minimum=1)
-    parallel = parallel_reads or tf.data.AUTOTUNE
+    if epochs is not None:
+        epochs = check_int(epochs, "epochs", minimum=1)
+    if input_context is not None and (num_shards, shard_index) != (1, 0):
+        raise ValueError("give input_context or num_shards and shard_index, not both")
+    if input_context is not None:
+        num_shards, shard_index = input_context.num_input_pipelines, input_context.input_pipeline_id
     view = RecordView(files)
+    width = 1 if batch_size is None else batch_size  # records per element, checked by EpochOrder
+
+    first = EpochOrder(len(view), seed, epoch, num_shards, shard_index, width)  # checks them
+    epoch, share = first.epoch, len(first)
+    position = check_int(position, "position", minimum=0)
+    if position > share:
+        raise ValueError(f"position must be at most {share} (this shard's share), got {position}")
+    if epochs is None and share == 0:
+        raise ValueError("an endless stream needs records: this shard's share is 0")
     if batch_size:  # whole batches per call, up to 1 MiB of records: a call costs about 0.2 ms
         per_mib = 2**20 * len(view) // max(sum(map(os.path.getsize, view.paths)), 1)
         read_batch = max(min(read_batch, per_mib) // batch_size, 1) * batch_size
-    passes = itertools.count() if reshuffle_each_iteration else itertools.repeat(0)
-    width = batch_size or read_batch  # records per vector a read hands on
 
-    @functools.lru_cache(maxsize=1)  # the permutation of the pass being read: 8 bytes a record
-    def order(epoch: int) -> np.ndarray:
-        return permutation(len(view), seed, epoch)
+    def read(epoch: np.ndarray, start: np.ndarray) -> np.ndarray:  # an EpochOrder costs 10 µs
+        order = EpochOrder(len(view), seed, int(epoch), num_shards, shard_index, width)
+        return np.array(view[order[start : start + read_batch]], dtype=object)
 
-    def read(epoch: np.ndarray, start: np.ndarray) -> list[np.ndarray]:  # the last ones may be []
-        records = np.array(view[order(int(epoch))[start : start + read_batch]], dtype=object)
-        return np.split(records, range(width, read_batch, width))
+    def read_op(epoch: tf.Tensor, start: tf.Tensor) -> tf.Tensor:
+        return tf.ensure_shape(tf.numpy_function(read, [epoch, start], tf.string, False), [None])
 
-    def read_op(epoch: tf.Tensor, start: tf.Tensor) -> tuple[tf.Tensor, ...] | tf.Tensor:
-        types = [tf.string] * (read_batch // width)
-        vectors = tf.numpy_function(read, [epoch, start], types, stateful=False)
-        vectors = [tf.ensure_shape(vector, [None]) for vector in vectors]
-        return (start, *vectors) if len(vectors) > 1 else vectors[0]
+    def one_epoch(each: tf.Tensor) -> tf.data.Dataset:  # batches end with the epoch
+        start = tf.where(each == epoch, tf.constant(position, tf.int64), 0)  # the first: position
+        slices = tf.data.Dataset.range(start, share, read_batch).map(lambda at: (each, at))
+        records = slices.map(read_op, parallel_reads or tf.data.AUTOTUNE, deterministic)
+        return records.unbatch().batch(batch_size) if batch_size else records.unbatch()
 
-    def slices(epoch: tf.Tensor) -> tf.data.Dataset:  # Python runs once a pass, tf.data per slice
-        return tf.data.Dataset.range(0, len(view), read_batch).map(lambda start: (epoch, start))
-
-    def one_by_one(start: tf.Tensor, *vectors: tf.Tensor) -> tf.data.Dataset:  # unbatch copies
-        datasets = map(tf.data.Dataset.from_tensors, vectors)  # filtering the empty: 1.6x slower
-        full = (tf.minimum(len(view) - start, read_batch) + width - 1) // width  # the rest are []
-        return functools.reduce(tf.data.Dataset.concatenate, datasets).take(full)
-
-    spec = tf.TensorSpec(shape=[], dtype=tf.int64)
-    epochs = tf.data.Dataset.from_generator(lambda: [next(passes)], output_signature=spec)
-    reads = epochs.flat_map(slices).map(read_op, parallel, deterministic=True)
-    records = reads.flat_map(one_by_one) if read_batch > width else reads  # k vectors, or one
-    records = records if batch_size else records.unbatch()  # moves what it alone holds: no copy
-    count = -(-len(view) // (batch_size or 1))  # elements per pass
-    return records.apply(tf.data.experimental.assert_cardinality(count))
+    last = np.iinfo(np.int64).max if epochs is None else epoch + epochs
+    records = tf.data.Dataset.range(epoch, last).flat_map(one_epoch)
+    count = tf.data.INFINITE_CARDINALITY  # elements: the first epoch's, then whole epochs
+    if epochs is not None:
+        count = -(-(share - position) // width) + (epochs - 1) * -(-share // width)
+    options = tf.data.Options()
+    options.experimental_symbolic_checkpoint = deterministic  # positions only, no records
+    return records.apply(tf.data.experimental.assert_cardinality(count)).with_options(options)

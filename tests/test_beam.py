@@ -13,11 +13,13 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 from lock_imports import require
 
 from helpers import beam, voc, voc_records
 from helpers.cli import main as cli
+from helpers.index import RecordView
 from helpers.records import iter_records
 
 tf = require("tensorflow")
@@ -157,7 +159,7 @@ def test_the_command_line_passes_beam_options_and_names_a_bad_one(tmp_path, caps
 
 def test_empty_shards_and_index_files_are_the_local_engines(tmp_path):
     """More shards than ids: the shards without records are valid empty files, and every
-    shard's .index is committed with it, as on the local engine."""
+    shard's .index and .index.npy are committed with it, as on the local engine."""
     options = {"num_shards": 5, "shuffle_seed": 1, "index": True}
     paths = beam.convert_with_beam(voc.sample_root(), "val", tmp_path / "x",
                                    beam_options=["--direct_num_workers=1"], **options)  # fmt: skip
@@ -168,9 +170,15 @@ def test_empty_shards_and_index_files_are_the_local_engines(tmp_path):
         p.read_bytes() for p in local + local_indexes
     ]
     assert [sum(1 for _ in iter_records(p)) for p in paths] == [1, 1, 1, 0, 0]
+    binaries = [p.with_name(p.name + ".index.npy") for p in paths]
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
-        [p.name for p in paths + indexes] + ["local"]
+        [p.name for p in paths + indexes + binaries] + ["local"]
     )
+    for path, binary in zip(paths, binaries, strict=True):  # made for the shard as committed
+        stat = path.stat()
+        assert np.load(binary)[:2].tolist() == [stat.st_size, stat.st_mtime_ns]
+    with RecordView(paths) as view:  # mapped, not walked
+        assert view.index_nbytes == 0 and len(view) == 3
     with pytest.raises(ValueError, match="index=True needs plain files: a GZIP file"):
         beam.convert_with_beam(voc.sample_root(), "val", tmp_path / "z", compression="GZIP",
                                index=True)  # fmt: skip

@@ -541,3 +541,56 @@ def test_a_failure_of_beam_itself_is_one_line_and_exit_1(tmp_path, capsys, monke
     )
     assert status == 1 and out == "" and len(err.splitlines()) == 1
     assert "the Beam pipeline failed: the runner went away" in err and "Traceback" not in err
+
+
+def test_index_writes_both_forms_checks_them_and_names_what_is_wrong(tmp_path, capsys, monkeypatch):
+    from helpers.index import RecordView
+
+    monkeypatch.chdir(tmp_path)
+    write_records("a.tfrecord", [numbered(i) for i in range(5)])
+    write_records("b.tfrecord", [numbered(i) for i in range(3)])
+    assert run(capsys, "index", "a.tfrecord", "b.tfrecord") == (
+        0,
+        "a.tfrecord: indexed, 5 records\nb.tfrecord: indexed, 3 records\n",
+        "",  # no progress bar: stderr is not a terminal here
+    )
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        f"{name}.tfrecord{end}" for name in "ab" for end in ("", ".index", ".index.npy")
+    )
+    with RecordView(["a.tfrecord", "b.tfrecord"]) as view:
+        assert view.index_nbytes == 0 and len(view) == 8
+    assert run(capsys, "index", "--check", "a.tfrecord") == (
+        0,
+        "a.tfrecord: index ok, 5 records\n",
+        "",
+    )
+    os.remove("b.tfrecord.index.npy")
+    lines = open("b.tfrecord.index").read().splitlines()
+    first, second = (line.split() for line in lines[:2])
+    swapped = [f"0 {second[1]}", f"{second[1]} {first[1]}", *lines[2:]]  # tiles, but wrong
+    open("b.tfrecord.index", "w").write("\n".join(swapped) + "\n")
+    status, out, err = run(capsys, "index", "--check", "b.tfrecord", "a.tfrecord")
+    assert (status, out) == (1, "a.tfrecord: index ok, 5 records\n")
+    assert err.startswith("b.tfrecord: record 0 at byte 0: no header of 71 payload bytes where")
+    assert (
+        err.endswith("rebuild it (python -m helpers index b.tfrecord)\n")
+        and len(err.splitlines()) == 1
+    )
+
+
+def test_index_refuses_compressed_missing_and_unwritable_in_one_line_each(
+    files, capsys, monkeypatch
+):
+    status, out, err = run(capsys, "index", "good.tfrecord.gz", "missing.tfrecord")
+    assert (status, out) == (1, "") and "Traceback" not in err
+    assert err.splitlines()[0].startswith(
+        "good.tfrecord.gz: a GZIP-compressed TFRecord file cannot"
+    )
+    assert "missing.tfrecord" in err.splitlines()[1] and len(err.splitlines()) == 2
+    status, out, err = run(capsys, "index", "--check", "good.tfrecord")
+    assert status == 1 and err == "good.tfrecord: no index: write one (python -m helpers index)\n"
+    monkeypatch.setattr(os, "access", lambda path, mode: False)  # as a read-only folder
+    status, out, err = run(capsys, "index", "good.tfrecord")
+    assert (status, out) == (1, "") and len(err.splitlines()) == 1
+    assert "cannot write an index into this folder: copy the shards to a folder" in err
+    assert not os.path.exists("good.tfrecord.index")

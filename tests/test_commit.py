@@ -95,7 +95,7 @@ def test_a_kill_at_any_operation_of_a_write_leaves_the_old_or_the_new_set(tmp_pa
                 folder,
                 paths,
                 folder / "train",
-                [p.name for p in paths] + [p.name + ".index" for p in paths],
+                [p.name + end for p in paths for end in ("", ".index", ".index.npy")],
             )
         path = folder / "one.tfrecord"
         write_records(path, [b"old"])

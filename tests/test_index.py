@@ -272,7 +272,7 @@ def test_write_sharded_writes_each_shards_index_in_tfrecord2idx_format(tmp_path)
     with pytest.raises(ValueError, match="index=True needs plain files: a GZIP file"):
         write_sharded(tmp_path / "z", PAYLOADS, 2, compression="GZIP", index=True)
     assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
-        name for p in paths for name in (p.name, p.name + ".index")
+        p.name + end for p in paths for end in ("", ".index", ".index.npy")
     )
 
 
@@ -283,11 +283,43 @@ def test_a_view_takes_the_index_file_instead_of_walking_the_headers(tmp_path, mo
         assert view[list(range(len(view)))] == PAYLOADS[0::2] + PAYLOADS[1::2]
 
 
-@pytest.mark.parametrize("content", ["", "0 16\n", "nonsense\n", "0 16 7\n", "5 0\n"])
-def test_an_index_file_that_does_not_fit_its_file_is_ignored(tfrecord, content):
+@pytest.mark.parametrize(
+    "content, record, offset, says",
+    [
+        ("", 0, 0, "the index has no record, the file 1086 bytes"),
+        ("0 16\n", 0, 0, "the index gives it bytes 0-16 of 1086"),
+        ("nonsense\n", 0, 0, "not 'start length' lines"),
+        ("0 16 7\n", 0, 0, "not 'start length' lines"),
+        ("5 0\n", 0, 5, "the index gives it bytes 5-5 of 1086"),
+        ("0 8\n8 1078\n", 0, 0, "the index gives it bytes 0-8 of 1086"),  # tiles, but 8 bytes
+        ("0 16\n16 1070\n", 1, 16, "no header of 1054 payload bytes where the index puts one"),
+        ("0 1086\n", 0, 0, "no header of 1070 payload bytes where the index puts one"),
+    ],
+)
+def test_an_index_file_that_does_not_fit_its_file_is_named_not_trusted(
+    tfrecord, content, record, offset, says
+):
+    assert tfrecord.stat().st_size == 1086
     tfrecord.with_name(tfrecord.name + ".index").write_text(content)
-    with RecordView(tfrecord) as view:
-        assert view[list(range(len(view)))] == PAYLOADS
+    with pytest.raises(RecordError) as caught:
+        RecordView(tfrecord)
+    assert (caught.value.path, caught.value.index, caught.value.offset) == (
+        str(tfrecord),
+        record,
+        offset,
+    )
+    rebuild = f"rebuild it (python -m helpers index {tfrecord})"
+    assert caught.value.reason.startswith(says) and caught.value.reason.endswith(rebuild)
+
+
+def test_the_issues_wrong_index_is_named_at_its_first_record(tmp_path):
+    """``0 34 / 34 17`` beside three 17-byte records tiles the file, and its second entry is the
+    third record's: only record 0's header tells (it says 1 byte, the index 18)."""
+    path = tmp_path / "three.tfrecord"
+    write_records(path, [b"a", b"b", b"c"])
+    path.with_name(path.name + ".index").write_text("0 34\n34 17\n")
+    with pytest.raises(RecordError, match="record 0 at byte 0: no header of 18 payload bytes"):
+        RecordView(path)
 
 
 def test_a_replaced_or_resized_file_is_named_before_a_batch_is_read(tmp_path):
@@ -344,8 +376,14 @@ def test_a_view_pickles_into_another_process_which_reopens_the_files(tmp_path):
 def test_the_index_holds_eight_bytes_per_record_and_the_records_stay_on_disk(tmp_path):
     paths = write_sharded(tmp_path / "x", [bytes(1000)] * 20_000, 4, index=True)
     with track_peak_memory() as peak, RecordView(paths) as view:
-        assert view.index_nbytes == 8 * (20_000 + 4)
+        assert view.index_nbytes == 0  # every binary index mapped, not held
     assert peak.peak_increase_mib < 8  # the files hold 20 MB
+    for path in paths[1:]:  # without the binary form: private arrays, text parsed or walked
+        path.with_name(path.name + ".index.npy").unlink()
+    path.with_name(path.name + ".index").unlink()
+    with RecordView(paths) as view:
+        assert view.index_nbytes == 8 * (3 * 5_000 + 3)
+        assert view[[0, 19_999]] == [bytes(1000)] * 2
 
 
 @pytest.mark.parametrize(

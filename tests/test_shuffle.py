@@ -16,7 +16,7 @@ from scipy import stats
 from helpers import shuffle
 from helpers.index import RecordView
 from helpers.records import write_records
-from helpers.shuffle import global_shuffle_dataset, permutation
+from helpers.shuffle import EpochOrder, global_shuffle_dataset, permutation
 
 RECORD = struct.Struct("<qq")  # (input index, label): the smallest payload that carries both
 
@@ -106,7 +106,7 @@ def test_permutation_refuses_bad_arguments(args, error, message):
         permutation(*args)
 
 
-def test_dataset_follows_the_permutation_and_reshuffles_each_pass(tmp_path):
+def test_dataset_follows_the_permutation_of_the_epochs_it_is_given(tmp_path):
     import tensorflow as tf
 
     files = write_sorted(tmp_path, 2_000)
@@ -114,11 +114,13 @@ def test_dataset_follows_the_permutation_and_reshuffles_each_pass(tmp_path):
     assert dataset.element_spec == tf.TensorSpec([], tf.string)
     assert int(dataset.cardinality()) == 2_000  # known: Keras shows a total
     assert int(dataset.batch(256).cardinality()) == 8
-    first, second = indices_of(dataset), indices_of(dataset)
-    assert first.tolist() == permutation(2_000, 5).tolist()
-    assert second.tolist() == permutation(2_000, 5, epoch=1).tolist()
-    fixed = global_shuffle_dataset(files, seed=5, reshuffle_each_iteration=False)
-    assert indices_of(fixed).tolist() == indices_of(fixed).tolist() == first.tolist()
+    first, again = indices_of(dataset), indices_of(dataset)
+    assert first.tolist() == again.tolist() == permutation(2_000, 5).tolist()  # not a pass count
+    later = global_shuffle_dataset(files, seed=5, read_batch=256, epoch=1, epochs=2)
+    assert int(later.cardinality()) == 4_000
+    expected = np.concatenate([permutation(2_000, 5, epoch=1), permutation(2_000, 5, epoch=2)])
+    assert indices_of(later).tolist() == expected.tolist()
+    assert not np.array_equal(expected[:2_000], first)
 
 
 def test_batches_of_records_come_in_the_same_order_with_their_count_known(tmp_path):
@@ -206,6 +208,16 @@ def test_dataset_of_sorted_records_has_no_order_left_and_balanced_labels(tmp_pat
         ({"seed": 1, "parallel_reads": 0}, ValueError, "parallel_reads must be at least 1"),
         ({"seed": 1, "batch_size": 0}, ValueError, "batch_size must be at least 1"),
         ({"seed": 1, "batch_size": "8"}, TypeError, "batch_size must be an int"),
+        ({"seed": 1, "epoch": -1}, ValueError, "epoch must be at least 0"),
+        ({"seed": 1, "epochs": 0}, ValueError, "epochs must be at least 1"),
+        ({"seed": 1, "epochs": 1.5}, TypeError, "epochs must be an int"),
+        ({"seed": 1, "position": -1}, ValueError, "position must be at least 0"),
+        ({"seed": 1, "position": 11}, ValueError, "position must be at most 10"),
+        ({"seed": 1, "num_shards": 2, "position": 6}, ValueError, "position must be at most 5"),
+        ({"seed": 1, "num_shards": 0}, ValueError, "num_shards must be at least 1"),
+        ({"seed": 1, "num_shards": 2, "shard_index": 2}, ValueError, "shard_index must be below 2"),
+        ({"seed": 1, "num_shards": 11, "epochs": None}, ValueError, "an endless stream needs"),
+        ({"seed": 1, "input_context": "x", "num_shards": 2}, ValueError, "input_context or"),
     ],
 )
 def test_dataset_refuses_bad_arguments(tmp_path, kwargs, error, message):
@@ -329,8 +341,9 @@ def test_pass_numbers_beyond_float32_precision_reach_the_permutation_exactly(mon
 
 def test_record_numbers_beyond_float32_precision_reach_the_reader_exactly(monkeypatch):
     """Numbers over 2**24 are not exact in float32: the id pipeline must stay int64."""
-    big = [2**24 + 1, 3, 2**31 + 7]
-    monkeypatch.setattr(shuffle, "RecordView", NumberReader(len(big)))
-    monkeypatch.setattr(shuffle, "permutation", lambda n, seed, epoch=0: np.array(big))
-    dataset = global_shuffle_dataset("unused.tfrecord", 0)
-    assert [int(r) for r in dataset.as_numpy_iterator()] == big
+    n = 2**40 + 7
+    monkeypatch.setattr(shuffle, "RecordView", NumberReader(n))
+    dataset = global_shuffle_dataset("unused.tfrecord", 0, read_batch=3)
+    got = [int(r) for r in dataset.take(9).as_numpy_iterator()]
+    expected = EpochOrder(n, 0)[:9].tolist()
+    assert got == expected and min(expected) > 2**24  # each of them inexact in float32

@@ -1,0 +1,301 @@
+"""helpers.index: indexing files that exist (write_index, check_index), the binary index and
+its identity, the checks a view makes at every open, reads of a shard cut short, and the memory
+a worker process holds."""
+
+import contextlib
+import os
+import pickle
+import subprocess
+import sys
+import threading
+
+import numpy as np
+import pytest
+
+from helpers import index
+from helpers.index import RecordView, build_index, check_index, write_index
+from helpers.records import RecordError, write_records, write_sharded
+
+PAYLOADS = [bytes([i]) * (i * 7 % 23) for i in range(40)]  # varied lengths, empty ones too
+
+
+@pytest.fixture
+def tfrecord(tmp_path):
+    path = tmp_path / "data.tfrecord"
+    write_records(path, PAYLOADS)
+    return path
+
+
+def text_of(path):
+    return path.with_name(path.name + ".index")
+
+
+def binary_of(path):
+    return path.with_name(path.name + ".index.npy")
+
+
+def test_write_index_writes_the_text_and_the_binary_form_the_writers_write(tmp_path):
+    ours = write_sharded(tmp_path / "w", PAYLOADS, 2, index=True)
+    copies = []
+    for path in ours:  # the same shards, as another writer left them: no index
+        copies.append(tmp_path / ("copy-" + path.name))
+        copies[-1].write_bytes(path.read_bytes())
+    assert write_index(copies) == [20, 20]
+    for path, copy in zip(ours, copies, strict=True):
+        assert text_of(copy).read_text() == text_of(path).read_text()
+        stat, saved = copy.stat(), np.load(binary_of(copy))
+        assert saved.dtype == np.int64
+        assert saved.tolist() == [stat.st_size, stat.st_mtime_ns, *build_index(copy).tolist()]
+        written = np.load(binary_of(path))  # write_sharded's, of its own shard
+        assert written.tolist() == [path.stat().st_size, path.stat().st_mtime_ns, *saved[2:]]
+    assert not list(tmp_path.glob(".*"))  # no temporary file left
+
+
+def test_a_view_maps_the_binary_index_and_walks_nothing(tmp_path, monkeypatch):
+    paths = write_sharded(tmp_path / "x", PAYLOADS, 2, index=True)
+    monkeypatch.setattr(index, "build_index", lambda path: pytest.fail(f"walked {path}"))
+    with RecordView(paths) as view:
+        assert view.index_nbytes == 0
+        assert view[list(range(len(view)))] == PAYLOADS[0::2] + PAYLOADS[1::2]
+
+
+def test_a_stale_binary_index_is_ignored_for_the_checked_text_or_a_walk(tmp_path):
+    path = tmp_path / "a.tfrecord"
+    write_records(path, PAYLOADS)
+    write_index(path)
+    write_records(path, PAYLOADS[::-1], overwrite=True)  # same size, another file, other time
+    text_of(path).unlink()
+    with RecordView(path) as view:  # the binary's boundaries are wrong now: not used
+        assert view[list(range(40))] == PAYLOADS[::-1] and view.index_nbytes == 8 * 41
+    stale = np.load(binary_of(path))
+    stale[2:] = build_index(path)  # right boundaries, but made for another time of the file
+    np.save(binary_of(path), stale)
+    with RecordView(path) as view:
+        assert view.index_nbytes == 8 * 41  # not mapped: walked
+    with pytest.raises(FileNotFoundError, match="no index: write one"):
+        check_index(path)  # a stale binary is no index
+
+
+@pytest.mark.parametrize(
+    "bounds, record, says",
+    [
+        ([0, 17, 34], 1, "the index gives it bytes 17-34 of 51"),  # does not reach the end
+        ([5, 17, 51], 0, "the index gives it bytes 5-17 of 51"),  # does not start at 0
+        ([0, 34, 51], 0, "no header of 18 payload bytes where the index puts one"),  # the issue's
+        ([0, 8, 51], 0, "the index gives it bytes 0-8 of 51"),  # shorter than a record can be
+    ],
+)
+def test_a_binary_index_of_the_right_file_and_wrong_boundaries_is_named(
+    tmp_path, bounds, record, says
+):
+    path = tmp_path / "three.tfrecord"
+    write_records(path, [b"a", b"b", b"c"])
+    write_index(path)
+    np.save(binary_of(path), np.array([*np.load(binary_of(path))[:2], *bounds]))
+    with pytest.raises(RecordError) as caught:
+        RecordView(path)
+    assert (caught.value.path, caught.value.index) == (str(path), record)
+    assert caught.value.reason.startswith(says) and "python -m helpers index" in caught.value.reason
+
+
+def test_the_check_at_opening_sees_the_first_the_last_and_1000_headers_spread_between(tmp_path):
+    path = tmp_path / "many.tfrecord"
+    write_records(path, [bytes(i % 3) for i in range(1_100)])
+    data, starts = path.read_bytes(), build_index(path).tolist()
+    seen = []
+    for k, start in enumerate(starts[:-1]):  # each record's header damaged in turn
+        damaged = bytearray(data)
+        damaged[start + 9] ^= 0x01  # its length CRC
+        path.write_bytes(bytes(damaged))
+        try:
+            RecordView(path).close()
+        except RecordError as error:
+            assert (error.index, error.offset) == (k, start)
+            seen.append(k)
+    assert len(seen) >= 1_000 and seen[0] == 0 and seen[-1] == 1_099
+    assert max(np.diff(seen)) <= 2  # spread over all of the file
+    path.write_bytes(data[: starts[40]])  # 40 records: every header
+    for k in range(40):
+        damaged = bytearray(path.read_bytes())
+        damaged[starts[k] + 9] ^= 0x01
+        (tmp_path / "few.tfrecord").write_bytes(bytes(damaged))
+        write_index_text = "".join(
+            f"{a} {b - a}\n" for a, b in zip(starts[:40], starts[1:41], strict=True)
+        )
+        text_of(tmp_path / "few.tfrecord").write_text(write_index_text)
+        with pytest.raises(RecordError, match=f"record {k} at byte {starts[k]}"):
+            RecordView(tmp_path / "few.tfrecord")
+
+
+def swapped_lengths_index(path, k):
+    """The text index of ``path`` with records ``k`` and ``k + 1`` given each other's lengths:
+    it still tiles the file, and is wrong at record ``k`` only."""
+    bounds = build_index(path).tolist()
+    sizes = np.diff(bounds).tolist()
+    sizes[k], sizes[k + 1] = sizes[k + 1], sizes[k]
+    starts = np.cumsum([0] + sizes[:-1]).tolist()
+    text_of(path).write_text("".join(f"{s} {n}\n" for s, n in zip(starts, sizes, strict=True)))
+
+
+def test_the_cheap_check_cannot_see_a_wrong_boundary_between_samples_a_read_and_the_full_check_do(
+    tmp_path,
+):
+    path = tmp_path / "many.tfrecord"
+    write_records(path, [bytes(i % 5) for i in range(3_000)])
+    for k in range(1_500, 1_600, 5):  # records k (no payload) and k + 1 (one byte) swapped
+        swapped_lengths_index(path, k)
+        with contextlib.suppress(RecordError):  # k or k + 1 sampled: seen at opening
+            view = RecordView(path)
+            break
+    with view:  # neither sampled: the view opens, and the read of record k names it
+        assert view[k - 1] == bytes((k - 1) % 5)
+        with pytest.raises(
+            RecordError, match=f"record {k} at byte .*: header says 0 payload bytes"
+        ):
+            view[k]
+    with pytest.raises(RecordError) as caught:
+        check_index(path)
+    assert (caught.value.path, caught.value.index) == (str(path), k)
+    assert caught.value.reason.startswith("no header of 1 payload bytes where the index puts one")
+    write_index(path)  # rebuilt: every header agrees
+    assert check_index(path) == [3_000]
+
+
+@pytest.mark.parametrize("compression", ["GZIP", "ZLIB"])
+def test_write_index_refuses_compressed_files_and_writes_nothing(tmp_path, compression):
+    path = tmp_path / "data.tfrecord.z"
+    write_records(path, PAYLOADS, compression=compression)
+    with pytest.raises(ValueError, match=f"a {compression}-compressed TFRecord file cannot be"):
+        write_index(path)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["data.tfrecord.z"]
+
+
+def test_write_index_names_a_damaged_header_and_writes_nothing(tfrecord):
+    data = bytearray(tfrecord.read_bytes())
+    offset = build_index(tfrecord).tolist()[9]
+    data[offset + 3] ^= 0x40
+    tfrecord.write_bytes(bytes(data))
+    with pytest.raises(RecordError, match=f"record 9 at byte {offset}: length CRC mismatch"):
+        write_index(tfrecord)
+    assert sorted(p.name for p in tfrecord.parent.iterdir()) == ["data.tfrecord"]
+
+
+def test_write_index_refuses_a_folder_it_cannot_write_to_saying_what_to_do(tfrecord, monkeypatch):
+    monkeypatch.setattr(os, "access", lambda path, mode: False)  # root may write anywhere
+    with pytest.raises(PermissionError) as caught:
+        write_index(tfrecord)
+    assert str(caught.value).startswith(f"{tfrecord.parent}: cannot write an index into this")
+    assert "copy the shards to a folder you can write to and index them there" in str(caught.value)
+
+
+@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into a read-only folder")
+def test_write_index_refuses_a_read_only_folder(tfrecord):
+    tfrecord.parent.chmod(0o555)
+    try:
+        with pytest.raises(PermissionError, match="cannot write an index into this folder"):
+            write_index(tfrecord)
+    finally:
+        tfrecord.parent.chmod(0o755)
+
+
+def test_write_index_replaces_a_wrong_index_whole(tfrecord):
+    text_of(tfrecord).write_text("0 34\n34 17\n")
+    with pytest.raises(RecordError):
+        RecordView(tfrecord)
+    write_index(tfrecord, progress=True)
+    with RecordView(tfrecord) as view:
+        assert view[list(range(40))] == PAYLOADS and view.index_nbytes == 0
+
+
+def test_a_shard_cut_short_between_reads_is_a_named_error_on_every_path(tmp_path):
+    paths = write_sharded(
+        tmp_path / "x", [bytes([i % 256]) * 300 for i in range(400)], 2, index=True
+    )
+    with RecordView(paths) as view:
+        assert view[0] == bytes(300) and view[[1, 3]] == [bytes([2]) * 300, bytes([6]) * 300]
+        os.truncate(paths[0], paths[0].stat().st_size // 2)
+        assert view[1] == bytes([2]) * 300  # before the cut: still there
+        with pytest.raises(RecordError) as single:
+            view[150]  # a single read that does not stat: its read comes back short
+        with pytest.raises(RecordError, match="the file is now 31600 bytes since the view opened"):
+            view[[150, 2]]
+    assert (single.value.path, single.value.index) == (str(paths[0]), 150)
+    assert single.value.reason == "file ends inside a record header (0 of 12 bytes)"
+
+
+def drop_cached_pages(paths):
+    """Drop the files' pages from the page cache (no root needed): the next reads wait for the disk."""
+    for path in paths:
+        fd = os.open(path, os.O_RDONLY)
+        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        os.close(fd)
+
+
+def test_a_batch_from_a_cold_cache_is_read_by_threads_and_gives_the_same_records(tmp_path):
+    paths = write_sharded(tmp_path / "x", [bytes([i % 256]) * (i % 9) for i in range(3_000)], 3)
+    with RecordView(paths) as view:
+        order = np.random.default_rng(1).permutation(len(view))
+        one_by_one = [view[int(i)] for i in order]
+        for size in (3_000, 300, 40, 1):  # 8 threads, 8, 2, and one read
+            drop_cached_pages(paths)
+            assert view[order[:size]] == one_by_one[:size]
+        assert view[order] == one_by_one  # from the warm cache: no threads
+    assert any(thread.name.startswith("RecordView") for thread in threading.enumerate())
+
+
+_WORKER = """
+import pickle, sys
+view = pickle.loads(sys.stdin.buffer.read())
+print(view.index_nbytes, view[[len(view) - 1, 0]] == [bytes(100)] * 2)
+"""
+
+
+def test_a_pickled_view_carries_paths_not_the_index(tmp_path):
+    paths = write_sharded(tmp_path / "x", [bytes(100)] * 20_000, 2, index=True)
+    with RecordView(paths) as view:
+        blob = pickle.dumps(view)
+    assert len(blob) < 2_000  # 160 KB of index stay behind
+    worker = subprocess.run([sys.executable, "-c", _WORKER], input=blob, capture_output=True)
+    assert (worker.returncode, worker.stdout) == (0, b"0 True\n"), worker.stderr.decode()
+    binary_of(paths[1]).unlink()  # without the binary form the worker parses the text index
+    with RecordView(paths) as view:
+        blob = pickle.dumps(view)
+    assert len(blob) < 2_000
+    worker = subprocess.run([sys.executable, "-c", _WORKER], input=blob, capture_output=True)
+    assert (worker.returncode, worker.stdout) == (0, b"80008 True\n"), worker.stderr.decode()
+    write_records(paths[0], [b"other"], overwrite=True)  # replaced before the worker opened it
+    worker = subprocess.run([sys.executable, "-c", _WORKER], input=blob, capture_output=True)
+    assert worker.returncode == 1 and b"was replaced since the view opened it" in worker.stderr
+
+
+_USS = """
+import pickle, sys
+import psutil
+blob = sys.stdin.buffer.read()
+before = psutil.Process().memory_full_info().uss
+view = pickle.loads(blob)
+view[list(range(0, len(view), max(1, len(view) // 256)))]
+print(psutil.Process().memory_full_info().uss - before)
+"""
+
+
+def worker_uss_growth(view):
+    """The private memory (USS) a worker process adds by unpickling ``view`` and reading a batch."""
+    done = subprocess.run([sys.executable, "-c", _USS], input=pickle.dumps(view),
+                          capture_output=True)  # fmt: skip
+    assert done.returncode == 0, done.stderr.decode()
+    return int(done.stdout)
+
+
+def test_a_worker_holding_a_big_mapped_view_holds_no_more_private_memory(tmp_path):
+    pytest.importorskip("psutil")
+    big = write_sharded(tmp_path / "big", (bytes(100) for _ in range(1_000_000)), 2, index=True)
+    small = write_sharded(tmp_path / "small", [bytes(100)] * 1_000, 2, index=True)
+    with RecordView(big) as view, RecordView(small) as other:  # the opener maps them too
+        mapped = worker_uss_growth(view) - worker_uss_growth(other)
+        for path in big:  # the control: the same view without its binary form, private arrays
+            binary_of(path).unlink()
+        with RecordView(big) as private_view:
+            private = worker_uss_growth(private_view) - worker_uss_growth(other)
+    assert private > 6 << 20  # 8 MB of index in private arrays: the test can see it
+    assert mapped < 3 << 20, (mapped, private)
