@@ -120,7 +120,7 @@ def unframe(data: bytes, start: int, end: int) -> bytes | None:
 def unframe_many(data: bytes, starts: np.ndarray, ends: np.ndarray) -> tuple[list, np.ndarray]:
     """:func:`unframe` for the records of ``data`` from ``starts`` to ``ends``, with NumPy: their
     payloads, and a mask of those that fail the comparisons (then the check says why)."""
-    every_crc = np.ndarray(len(data) - FOOTER_SIZE + 1, CRC_DTYPE, data, 0, (1,))  # at each byte
+    every_crc = np.ndarray(len(data) - FOOTER_SIZE + 1, "<u4", data, 0, (1,))  # at each byte
     headers, footers = headers_at(data, starts), every_crc[ends - FOOTER_SIZE]
     where = zip((starts + HEADER_SIZE).tolist(), (ends - FOOTER_SIZE).tolist(), strict=True)
     payloads = [data[first:last] for first, last in where]
