@@ -16,6 +16,15 @@ from helpers.cli import main
 from helpers.records import iter_records, verify, write_records
 
 tf = require("tensorflow")
+CHECKOUT = Path(__file__).resolve().parents[1]
+
+
+def child_env() -> dict[str, str]:
+    """The environment for a child Python that imports this checkout's helpers (not a copy
+    installed elsewhere), without TensorFlow's TF_ settings."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("TF_")}
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(CHECKOUT), env.get("PYTHONPATH")]))
+    return env
 
 
 def numbered(index: int) -> bytes:
@@ -319,7 +328,8 @@ def test_a_closed_pipe_ends_quietly_with_later_output_discarded(files, tmp_path,
 def test_verify_piped_into_head_stops_at_the_closed_pipe_quietly(files):
     """Not one "cannot read" per remaining file: the files are fine, the reader left."""
     argv = [sys.executable, "-m", "helpers", "verify", *["good.tfrecord"] * 3000]
-    command = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    pipes = {"stdout": subprocess.PIPE, "stderr": subprocess.PIPE}
+    command = subprocess.Popen(argv, **pipes, text=True, env=child_env())
     assert command.stdout.readline() == "good.tfrecord: ok, 4 records\n"
     command.stdout.close()  # as head does after its line
     err = command.stderr.read()
@@ -359,7 +369,7 @@ def test_convert_voc_index_writes_each_shards_offsets_for_random_access(tmp_path
 
 def test_python_m_helpers_help_in_a_subprocess():
     done = subprocess.run(
-        [sys.executable, "-m", "helpers", "--help"], capture_output=True, text=True
+        [sys.executable, "-m", "helpers", "--help"], capture_output=True, text=True, env=child_env()
     )
     assert done.returncode == 0 and done.stderr == ""
     assert done.stdout.startswith("usage: python -m helpers") and "convert-voc" in done.stdout
@@ -378,9 +388,8 @@ def test_convert_voc_imports_no_tensorflow_and_writes_the_bytes_tensorflow_write
         f"status = main(['convert-voc', '--split', 'trainval', '--out', 'x', '--quiet', *{mode}])\n"
         "print(status, 'tensorflow' in sys.modules)\n"
     )
-    env = {k: v for k, v in os.environ.items() if not k.startswith("TF_")}
-    done = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env,
-                          capture_output=True, text=True)  # fmt: skip
+    argv = [sys.executable, "-c", code]
+    done = subprocess.run(argv, cwd=tmp_path, env=child_env(), capture_output=True, text=True)
     assert (done.stderr, done.stdout.splitlines()[-1]) == ("", "0 False")
     written = tmp_path / "x-00000-of-00001.tfrecord"
     records = [record.numpy() for record in tf.data.TFRecordDataset(str(written))]
