@@ -40,21 +40,30 @@ def _compression(text: str) -> str | None:
         raise argparse.ArgumentTypeError(f"expected GZIP, ZLIB or NONE, got {text!r}") from None
 
 
+def _problem(path: Path, error: OSError | ValueError, compression: str | None) -> str:
+    """The line that says what went wrong with ``path``, in the same words for every command."""
+    if isinstance(error, RecordError):
+        uncompressed = " of the uncompressed stream" if compression else ""
+        where = f"{error.path}: record {error.index} at byte {error.offset}{uncompressed}"
+        return f"{where}: {error.reason}"
+    if isinstance(error, OSError) and error.strerror:  # the system's error: name its file
+        if error.filename is None or str(error.filename) == str(path):
+            return f"{path}: {error.strerror}"
+        return f"{path}: {error.filename}: {error.strerror}"
+    return str(error)  # the helpers' own messages name the file
+
+
 def _intact(path: Path, asked: object, work: Callable[[Path, str | None], bool]) -> bool:
     """Whether ``work(path, compression)`` went well; one line on stderr if it did not."""
     compression = None
     try:
         compression = detect_compression(path) if asked is _DETECT else asked
         return work(path, compression)
-    except RecordError as error:
-        uncompressed = " of the uncompressed stream" if compression else ""
-        where = f"{error.path}: record {error.index} at byte {error.offset}{uncompressed}"
-        _complain(f"{where}: {error.reason}")
     except BrokenPipeError:  # stdout's reader went away (``| head``): main stops quietly
         raise
-    except OSError as error:
-        _complain(f"{path}: cannot read: {error.strerror or error}")
-    return False
+    except (OSError, ValueError) as error:  # RecordError is a ValueError
+        _complain(_problem(path, error, compression))
+        return False
 
 
 def _verify(args: argparse.Namespace) -> int:
@@ -84,7 +93,7 @@ def _inspect(args: argparse.Namespace) -> int:
         summary = describe_file(path, compression)
         _say(format_summary(summary))
         if args.show is not None and args.show >= summary.num_records:
-            only = f"the file has only {summary.num_records} records"
+            only = f"the file has only {plural(summary.num_records, 'record')}"
             _complain(f"{path}: --show {args.show}: {only}")
             return False
         if args.show is not None:
@@ -98,16 +107,15 @@ def _inspect(args: argparse.Namespace) -> int:
 
 def _index(args: argparse.Namespace) -> int:
     """Write SHARD.index and SHARD.index.npy beside plain TFRecord shards (random access), every
-    header checked; --check: compare both with the shard, writing nothing."""
-    failed = []
-    for path in args.files:  # a line for each, as verify
-        try:
-            count = check_index(path) if args.check else write_index(path, sys.stderr.isatty())
-            _say(f"{path}: {'index ok' if args.check else 'indexed'}, {plural(count[0], 'record')}")
-        except (OSError, ValueError) as error:  # RecordError is a ValueError
-            failed.append(path)
-            _complain(str(error))
-    return 1 if failed else 0
+    header checked; --check: compare the index with the shard, writing nothing."""
+
+    def index(path: Path, compression: None) -> bool:  # plain: write_index refuses the others
+        count = check_index(path) if args.check else write_index(path, sys.stderr.isatty())
+        _say(f"{path}: {'index ok' if args.check else 'indexed'}, {plural(count[0], 'record')}")
+        return True
+
+    intact = [path for path in args.files if _intact(path, None, index)]
+    return 0 if len(intact) == len(args.files) else 1
 
 
 def _convert_voc(args: argparse.Namespace) -> int:

@@ -1,5 +1,6 @@
 """The command line (`python -m helpers ...`): exit codes, messages, refusal to overwrite, --help."""
 
+import errno
 import gzip
 import os
 import re
@@ -130,8 +131,62 @@ def test_verify_goes_on_after_a_problem_and_reports_every_file(files, capsys, tm
         "missing.tfrecord",
         str(tmp_path),
     ]
-    assert problems[1] == "missing.tfrecord: cannot read: No such file or directory"
-    assert problems[2] == f"{tmp_path}: cannot read: Is a directory"
+    assert problems[1] == "missing.tfrecord: No such file or directory"
+    assert problems[2] == f"{tmp_path}: Is a directory"
+
+
+UNREADABLE = ["missing.tfrecord", ".", "header.tfrecord", "short.tfrecord", "text.tfrecord"]
+
+
+def test_verify_inspect_and_index_say_what_is_wrong_with_a_file_in_the_same_words(files, capsys):
+    """One reporter for every command: the system's error as ``FILE: reason``, a damaged one
+    naming the record and its byte offset; each file its own line, the others still done."""
+    said = {
+        command: run(capsys, command, *UNREADABLE, "good.tfrecord")
+        for command in ("verify", "inspect", "index")
+    }
+    for status, _, _ in said.values():
+        assert status == 1
+    assert said["verify"][2].splitlines() == [
+        "missing.tfrecord: No such file or directory",
+        ".: Is a directory",
+        f"header.tfrecord: record 1 at byte {files[1]}: length CRC mismatch: the record header "
+        "is damaged",
+        f"short.tfrecord: record 3 at byte {files[3]}: file ends inside a record header (5 of 12 "
+        "bytes)",
+        "text.tfrecord: record 0 at byte 0: neither a TFRecord file nor a GZIP- or "
+        "ZLIB-compressed one",
+    ]
+    assert said["inspect"][2] == said["verify"][2] == said["index"][2]
+    assert said["index"][1] == "good.tfrecord: indexed, 4 records\n"  # the rest is still done
+    assert not [name for name in os.listdir() if ".index" in name and "good" not in name]
+
+
+def test_index_names_the_file_a_failed_write_was_for(files, capsys, monkeypatch):
+    """An error of the system while writing the index: the shard, the file written if the error
+    names one, the system's reason; no index and no temporary file left behind."""
+    from helpers import _commit
+
+    def read_only(path, data):  # as on a read-only mount, where os.access says yes
+        raise OSError(errno.EROFS, os.strerror(errno.EROFS), str(path))
+
+    before = sorted(os.listdir())
+    with monkeypatch.context() as patched:
+        patched.setattr(_commit, "staged", read_only)
+        status, out, err = run(capsys, "index", "good.tfrecord")
+    assert (status, out) == (1, "")
+    assert err == "good.tfrecord: good.tfrecord.index: Read-only file system\n"
+
+    def disk_full(fd):
+        raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC))
+
+    monkeypatch.setattr(os, "fsync", disk_full)
+    assert run(capsys, "index", "good.tfrecord") == (
+        1,
+        "",
+        "good.tfrecord: No space left on device\n",
+    )
+    assert sorted(os.listdir()) == before
 
 
 def test_verify_compression_option_overrides_detection(files, capsys):
@@ -191,9 +246,12 @@ def test_inspect_reports_damage_and_payloads_that_are_not_examples(files, capsys
 def test_inspect_show_out_of_range(files, capsys):
     status, _, err = run(capsys, "inspect", "good.tfrecord", "--show", "4")
     assert status == 1 and err == "good.tfrecord: --show 4: the file has only 4 records\n"
+    write_records("one.tfrecord", [numbered(0)])
+    status, _, err = run(capsys, "inspect", "one.tfrecord", "--show", "1")
+    assert status == 1 and err == "one.tfrecord: --show 1: the file has only 1 record\n"
 
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+README = CHECKOUT / "README.md"
 #: ```text blocks of the README that start with ``$ python -m helpers ... --help``
 HELP_BLOCK = re.compile(r"```text\n\$ python -m helpers ([^\n]*--help)\n(.*?)```", re.DOTALL)
 
@@ -585,6 +643,23 @@ def test_index_writes_both_forms_checks_them_and_names_what_is_wrong(tmp_path, c
         err.endswith("rebuild it (python -m helpers index b.tfrecord)\n")
         and len(err.splitlines()) == 1
     )
+
+
+def test_index_shows_no_traceback_for_any_file_it_cannot_index(files):
+    """In a process of its own, as a user runs it: a missing file, a folder, a GZIP file and each
+    kind of damage get one line each, and the intact file is still indexed."""
+    names = ["missing.tfrecord", ".", "good.tfrecord.gz", "header.tfrecord", "truncated.tfrecord"]
+    names += ["short.tfrecord", "text.tfrecord", "good.tfrecord"]
+    argv = [sys.executable, "-m", "helpers", "index", *names]
+    done = subprocess.run(argv, capture_output=True, text=True, timeout=120, env=child_env())
+    assert (done.returncode, done.stdout) == (1, "good.tfrecord: indexed, 4 records\n")
+    lines = done.stderr.splitlines()
+    assert [line.split(": ")[0] for line in lines] == names[:-1], done.stderr
+    assert "Traceback" not in done.stderr
+    assert sorted(p for p in os.listdir() if ".index" in p) == [
+        "good.tfrecord.index",
+        "good.tfrecord.index.npy",
+    ]
 
 
 def test_index_refuses_compressed_missing_and_unwritable_in_one_line_each(
