@@ -122,28 +122,11 @@ def _convert_voc(args: argparse.Namespace) -> int:
     """Convert a split of a VOC2012-layout folder into TFRecord shards
     PREFIX-00000-of-0000N.tfrecord, with a progress bar on stderr and a one-line summary.
     Existing outputs are replaced only with --overwrite."""
-    if args.voc_root is not None and not args.voc_root.is_dir():
-        return _complain(f"convert-voc: --voc-root {args.voc_root}: no such folder")
-    from helpers import voc, voc_records
-
-    if args.engine == "local" and (args.beam_option or args.verbose):
-        _complain("convert-voc: --beam-option and --verbose need --engine beam")
-        return 2
-    if args.index and args.compression:
-        _complain("convert-voc: --index needs plain shards: compressed ones cannot be indexed")
-        return 2
-    shared = ("num_shards", "encoding", "compression", "overwrite", "shuffle_seed", "task", "index")
-    common = {name: getattr(args, name) for name in shared}  # what both engines take
+    refused = _refused(args)
+    if refused:
+        return refused
     try:
-        root = args.voc_root if args.voc_root is not None else voc.voc_root()
-        if args.engine == "beam":
-            from helpers.beam import convert_with_beam as convert
-
-            common |= {"beam_options": args.beam_option, "verbose": args.verbose}
-        else:
-            convert = voc_records.convert_split
-            common["progress"] = not args.quiet
-        paths = convert(root, args.split, args.out, **common)
+        paths = _convert(args)
     except FileExistsError as error:
         exists = str(error).split("; pass overwrite=True")[0]
         return _complain(f"convert-voc: {exists}; pass --overwrite to replace")
@@ -154,12 +137,47 @@ def _convert_voc(args: argparse.Namespace) -> int:
             raise
         failed = f"the Beam pipeline failed: {error} (--verbose shows Beam's log)"
         return _complain(f"convert-voc: {failed}")
+    _say(_written(args.split, paths, args.compression))
+    return 0
+
+
+def _refused(args: argparse.Namespace) -> int:
+    """Options of convert-voc that do not fit: the exit status, the reason on stderr; else 0."""
+    if args.voc_root is not None and not args.voc_root.is_dir():
+        return _complain(f"convert-voc: --voc-root {args.voc_root}: no such folder")
+    if args.engine == "local" and (args.beam_option or args.verbose):
+        _complain("convert-voc: --beam-option and --verbose need --engine beam")
+        return 2
+    if args.index and args.compression:
+        _complain("convert-voc: --index needs plain shards: compressed ones cannot be indexed")
+        return 2
+    return 0
+
+
+def _convert(args: argparse.Namespace) -> list[Path]:
+    """The shards that the engine ``args`` names wrote (Beam is imported only for its own)."""
+    from helpers import voc, voc_records
+
+    shared = ("num_shards", "encoding", "compression", "overwrite", "shuffle_seed", "task", "index")
+    common = {name: getattr(args, name) for name in shared}  # what both engines take
+    root = args.voc_root if args.voc_root is not None else voc.voc_root()
+    if args.engine == "local":
+        return voc_records.convert_split(
+            root, args.split, args.out, progress=not args.quiet, **common
+        )
+    from helpers.beam import convert_with_beam
+
+    beam = {"beam_options": args.beam_option, "verbose": args.verbose}
+    return convert_with_beam(root, args.split, args.out, **beam, **common)
+
+
+def _written(split: str, paths: list[Path], compression: str | None) -> str:
+    """The line that says what convert-voc wrote, counted from the shards as they read back."""
     where = str(paths[0]) if len(paths) == 1 else f"{paths[0]} ... {paths[-1].name}"
-    records = sum(verify(path, args.compression) for path in paths)  # what was written reads back
+    records = sum(verify(path, compression) for path in paths)
     size = sum(path.stat().st_size for path in paths)
     counts = f"{plural(records, 'record')} in {plural(len(paths), 'file')}, {size:,} bytes"
-    _say(f"wrote split {args.split!r}: {counts}: {where}")
-    return 0
+    return f"wrote split {split!r}: {counts}: {where}"
 
 
 def _parser() -> argparse.ArgumentParser:
