@@ -224,7 +224,8 @@ def _parser() -> argparse.ArgumentParser:
     )
     add("--beam-option", action="append", default=[], metavar="OPTION", help=beam)
     add("--verbose", action="store_true", help="with --engine beam: Beam's logging")
-    add("--index", action="store_true", help="also write SHARD.index (see index; plain shards)")
+    indexes = "also write each shard's two index files, as the index command does (plain shards)"
+    add("--index", action="store_true", help=indexes)
     add("--overwrite", action="store_true", help="replace output shards that exist")
     add("--quiet", action="store_true", help="no progress bar")
 
