@@ -84,6 +84,7 @@ def test_every_documented_command_is_run_or_says_why_not():
         "python -m helpers index",  # notebook 10's row; index_recipe() runs it on shards
     }
     tested |= set(command_line_recipe()) | set(scale_and_boxes_recipe()) | set(index_recipe())
+    tested |= set(prose_recipe())
     unclassified = [c for c in documented_commands() if c not in NOT_RUN and c not in tested]
     assert not unclassified, f"documented but neither tested nor listed in NOT_RUN: {unclassified}"
 
@@ -169,6 +170,29 @@ def test_readme_index_recipe_works_as_described(tmp_path):
     done = run("python -m helpers index data/voc-train.tfrecord.gz", tmp_path)
     assert done.returncode == 1 and "data/voc-train.tfrecord.gz: a GZIP" in done.stderr
     assert not list((tmp_path / "data").glob("voc-train.tfrecord.gz.index*"))
+
+
+def prose_recipe() -> list[str]:
+    """CONTRIBUTING's prose table: every notebook, then one with its longest sentences."""
+    return recipe("python scripts/prose.py", 2)
+
+
+def test_contributing_prose_recipe_prints_the_table_it_describes():
+    """A row per notebook and the total; with --long 5, the notebook's 5 longest sentences."""
+    every, longest = prose_recipe()
+    notebooks = sorted(p.name for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    done = run(every, ROOT)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    rows = [line.split()[0] for line in done.stdout.splitlines()]
+    assert rows == ["notebook", *notebooks, "total"]
+    done = run(longest, ROOT)
+    assert done.returncode == 0 and done.stderr == "", done.stderr
+    lines = done.stdout.splitlines()
+    name = next(n for n in notebooks if n.startswith("02_"))
+    assert [line.split()[0] for line in lines[:3]] == ["notebook", name, "total"]
+    assert lines[4] == f"{name}: the 5 longest sentences"
+    counts = [int(line.split()[0]) for line in lines[5:]]
+    assert len(counts) == 5 and counts == sorted(counts, reverse=True), lines
 
 
 def test_readme_shuffle_beam_and_detection_recipe_works_as_described(tmp_path):
