@@ -19,8 +19,12 @@ from helpers.notebook import prepare_tensorflow
 prepare_tensorflow(deterministic_ops=False)
 import tensorflow as tf  # noqa: E402
 
-from helpers.detection import detection_example, detection_spec, parse_detection  # noqa: E402
-from helpers.voc_records import record_payload  # noqa: E402
+from helpers.voc_records import (  # noqa: E402
+    detection_example,
+    detection_spec,
+    parse_detection,
+    record_payload,
+)
 
 SAMPLE = voc.sample_root()
 IDS = voc.read_split(SAMPLE, "trainval", folder="Main")
