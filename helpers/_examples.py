@@ -70,7 +70,7 @@ class Key(NamedTuple):
 
     kind: str
     many: bool = False
-    default: bytes | None = None
+    default: bytes | int | float | None = None
 
 
 # The two schemas of a VOC segmentation pair (notebook 02): pixels, or DeepLab's

@@ -1,6 +1,7 @@
 """Tests of helpers.pipeline: shapes, void padding, identical windows, determinism, schemas, and
 the files other people write (the original guide, DeepLab, the TensorFlow tutorial)."""
 
+import glob
 import itertools
 import os
 
@@ -800,6 +801,41 @@ def test_files_can_be_a_glob_pattern_and_missing_files_are_named(raw_files, tmp_
     assert str(caught.value) == f"no such file: {missing[0]}, {missing[1]}"
     with pytest.raises(ValueError, match="files is empty"):
         voc_batches([], 2)
+
+
+@pytest.mark.parametrize("literal", ["shard[1].tfrecord", "shard*.tfrecord", "shard?.tfrecord"])
+@pytest.mark.parametrize("as_path", [False, True])
+def test_a_file_whose_name_holds_glob_characters_is_read_as_that_file(
+    tmp_path, pairs, literal, as_path
+):
+    """Read as a pattern, each of these names would match shard1.tfrecord (other pairs) too."""
+    write_records(tmp_path / literal, [serialize(pairs[0], 0, "raw")])
+    write_records(tmp_path / "shard1.tfrecord", [serialize(pairs[1], 1, "raw")])
+    name = tmp_path / literal if as_path else str(tmp_path / literal)
+    images, masks = collect(voc_batches(name, 4, crop=CROP, shuffle_buffer=0))
+    expected = expected_centre(*pairs[0])
+    assert len(images) == 1
+    np.testing.assert_array_equal(images[0], expected[0])
+    np.testing.assert_array_equal(masks[0], expected[1])
+
+
+def test_a_pattern_that_matches_nothing_says_no_file_has_that_name_either(tmp_path):
+    name = str(tmp_path / "shard[1].tfrecord")
+    with pytest.raises(FileNotFoundError) as caught:
+        voc_batches(name, 2)
+    assert str(caught.value) == f"no file matches {name!r}, and no file has that name"
+
+
+def test_a_folder_name_with_glob_characters_is_escaped_in_a_pattern(tmp_path, pairs):
+    folder = tmp_path / "run[1]"
+    folder.mkdir()
+    (tmp_path / "run1").mkdir()  # the unescaped pattern would look here and find nothing
+    paths = write_shards(folder, pairs)
+    by_pattern = voc_batches(os.path.join(glob.escape(str(folder)), "*.tfrecord"), 8, CROP, 0)
+    by_paths = voc_batches(paths, 8, CROP, 0)
+    np.testing.assert_array_equal(collect(by_pattern)[0], collect(by_paths)[0])
+    with pytest.raises(FileNotFoundError, match="no file matches"):
+        voc_batches(str(folder / "*.tfrecord"), 2)
 
 
 # ---------------------------------------------------------------------------
