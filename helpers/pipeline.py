@@ -196,23 +196,41 @@ def crop_or_pad(
     image: "tf.Tensor", mask: "tf.Tensor", size: tuple[int, int], position: object = None
 ) -> tuple["tf.Tensor", "tf.Tensor"]:
     """Crop or pad both to ``size`` with one window (centred, or placed by two floats in [0, 1)),
-    the mask with void (notebook 03). ValueError or TypeError if ``size`` is not two ints > 0."""
+    the mask with void (notebook 03, "Crop or pad, and pad masks with void"). ValueError or
+    TypeError if ``size`` is not two ints > 0."""
     import tensorflow as tf
 
     size = _check_size(size)
-    shape, target = tf.shape(image)[:2], tf.constant(size)
-    excess, missing = tf.maximum(shape - target, 0), tf.maximum(target - shape, 0)  # crop, pad
+    shape = tf.shape(image)[:2]
+    target = tf.constant(size)
+    excess = tf.maximum(shape - target, 0)  # rows and columns to crop away
+    missing = tf.maximum(target - shape, 0)  # rows and columns to pad
     if position is None:  # centred
-        start, before = excess // 2, missing // 2
+        start = excess // 2
+        before = missing // 2
     else:  # each offset uniform in [0, limit]
         pick = [tf.cast(position * tf.cast(n + 1, tf.float32), tf.int32) for n in (excess, missing)]
-        start, before = tf.minimum(pick[0], excess), tf.minimum(pick[1], missing)
+        start = tf.minimum(pick[0], excess)
+        before = tf.minimum(pick[1], missing)
     kept = tf.minimum(shape, target)
     pads = tf.concat([tf.stack([before, target - kept - before], axis=1), [[0, 0]]], axis=0)
-    begin, length = tf.concat([start, [0]], axis=0), tf.concat([kept, [-1]], axis=0)
+    begin = tf.concat([start, [0]], axis=0)
+    length = tf.concat([kept, [-1]], axis=0)  # -1: every channel
     image = tf.pad(tf.slice(image, begin, length), pads, constant_values=0)
     mask = tf.pad(tf.slice(mask, begin, length), pads, constant_values=voc.VOID_LABEL)
     return tf.ensure_shape(image, [*size, 3]), tf.ensure_shape(mask, [*size, 1])
+
+
+def flip_together(
+    image: "tf.Tensor", mask: "tf.Tensor", coin: "tf.Tensor"
+) -> tuple["tf.Tensor", "tf.Tensor"]:
+    """Reverse image and mask left-right if ``coin`` < 0.5, else neither: one decision for both
+    (notebook 03, "Flip image and mask together")."""
+    import tensorflow as tf
+
+    return tf.cond(
+        coin < 0.5, lambda: (tf.reverse(image, [1]), tf.reverse(mask, [1])), lambda: (image, mask)
+    )
 
 
 def voc_batches(
@@ -236,7 +254,8 @@ def voc_batches(
 
     batch_size = check_int(batch_size, "batch_size", minimum=1)
     shuffle_buffer = check_int(shuffle_buffer, "shuffle_buffer", minimum=0)
-    seed, size = check_seed(seed), _check_size(crop)
+    seed = check_seed(seed)
+    size = _check_size(crop)
     paths, encoding, compression = _inputs(files, encoding, compression)
     names = [os.fspath(p) for p in paths]
 
@@ -258,8 +277,8 @@ def voc_batches(
         if not augment:
             return crop_or_pad(image, mask, size)
         coins = tf.random.stateless_uniform([3], seed=tf.stack([draw, 0]))  # window and flip
-        pair = crop_or_pad(image, mask, size, coins[:2])
-        return tuple(tf.where(coins[2] < 0.5, tf.reverse(x, [1]), x) for x in pair)
+        image, mask = crop_or_pad(image, mask, size, position=coins[:2])
+        return flip_together(image, mask, coins[2])
 
     if augment:  # one random number per record; no zip without augmentation (bench_pipeline)
         draws = tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=True)

@@ -15,7 +15,7 @@ import tensorflow as tf
 from builders import example_message, feature
 
 from helpers import voc
-from helpers.pipeline import crop_or_pad, voc_batches
+from helpers.pipeline import crop_or_pad, flip_together, voc_batches
 from helpers.records import RecordError, write_records
 
 CROP = (16, 20)  # small, so every case below stays fast
@@ -276,6 +276,16 @@ def test_joint_flip_happens_about_half_of_the_time(flip_files):
     assert all(f or u for f, u in zip(flipped, unchanged, strict=True))
     assert 8 <= sum(flipped) <= 32  # 40 fair coin flips
     np.testing.assert_array_equal(masks[..., 0], images[..., 0] % 21)
+
+
+@pytest.mark.parametrize("coin, flips", [(0.0, True), (0.49, True), (0.5, False), (0.9, False)])
+def test_flip_together_reverses_both_columns_below_one_half_and_neither_above(coin, flips):
+    image, mask = make_pairs(1)[0]
+    mask = mask[..., None]
+    got_image, got_mask = flip_together(image, mask, tf.constant(coin))
+    expected = (image[:, ::-1], mask[:, ::-1]) if flips else (image, mask)
+    np.testing.assert_array_equal(got_image, expected[0])
+    np.testing.assert_array_equal(got_mask, expected[1])
 
 
 # ---------------------------------------------------------------------------
