@@ -114,9 +114,11 @@ def expected_centre(image, mask, size=CROP):
     """Reference crop-or-pad in NumPy: centred window, image padded with 0, mask with 255."""
     out_image = np.zeros((*size, 3), np.uint8)
     out_mask = np.full((*size, 1), 255, np.uint8)
-    src, dst = [], []
+    src = []
+    dst = []
     for n, t in zip(image.shape[:2], size, strict=True):
-        start, pad = max(n - t, 0) // 2, max(t - n, 0) // 2
+        start = max(n - t, 0) // 2
+        pad = max(t - n, 0) // 2
         kept = min(n, t)
         src.append(slice(start, start + kept))
         dst.append(slice(pad, pad + kept))
@@ -126,7 +128,8 @@ def expected_centre(image, mask, size=CROP):
 
 
 def collect(dataset):
-    images, masks = [], []
+    images = []
+    masks = []
     for batch_images, batch_masks in dataset:
         images.append(batch_images.numpy())
         masks.append(batch_masks.numpy())
@@ -213,7 +216,8 @@ def test_centred_window_matches_resize_with_crop_or_pad(size):
 
 def is_window_of(out_image, out_mask, image, mask):
     """True if the output is a crop-or-pad window of (image, mask), possibly mirrored left-right."""
-    (th, tw), (h, w) = CROP, image.shape[:2]
+    th, tw = CROP
+    h, w = image.shape[:2]
     for flipped in (False, True):
         src_image = image[:, ::-1] if flipped else image
         src_mask = mask[:, ::-1] if flipped else mask
@@ -223,7 +227,8 @@ def is_window_of(out_image, out_mask, image, mask):
                     for pad_left in range(max(tw - w, 0) + 1):
                         want_image = np.zeros((th, tw, 3), np.uint8)
                         want_mask = np.full((th, tw), 255, np.uint8)
-                        kh, kw = min(h, th), min(w, tw)
+                        kh = min(h, th)
+                        kw = min(w, tw)
                         want_image[pad_top : pad_top + kh, pad_left : pad_left + kw] = src_image[
                             top : top + kh, left : left + kw
                         ]
@@ -328,7 +333,8 @@ def test_each_epoch_draws_anew(raw_files, shuffle_buffer, augment):
     dataset = voc_batches(
         raw_files, 3, crop=CROP, shuffle_buffer=shuffle_buffer, seed=11, augment=augment
     )
-    first, second = first_images(dataset), first_images(dataset)
+    first = first_images(dataset)
+    second = first_images(dataset)
     assert first.shape == second.shape
     assert not np.array_equal(first, second)
     again = voc_batches(
@@ -563,8 +569,10 @@ def write_guide_file(path, filename_pairs):
         for img_path, annotation_path in filename_pairs:
             img = np.array(Image.open(img_path))
             annotation = np.array(Image.open(annotation_path))
-            height, width = img.shape[0], img.shape[1]
-            img_raw, annotation_raw = img.tobytes(), annotation.tobytes()  # was .tostring()
+            height = img.shape[0]
+            width = img.shape[1]
+            img_raw = img.tobytes()  # was .tostring()
+            annotation_raw = annotation.tobytes()
             example = tf.train.Example(
                 features=tf.train.Features(
                     feature={
@@ -626,7 +634,8 @@ def test_deeplabs_encoded_file_reads_with_exact_masks(tmp_path):
         values = values.encode() if isinstance(values, str) else values
         return tf.train.Feature(bytes_list=tf.train.BytesList(value=[values]))
 
-    pairs, root = sample_pairs(), voc.sample_root()
+    pairs = sample_pairs()
+    root = voc.sample_root()
     path = tmp_path / "trainval-00000-of-00001.tfrecord"
     with tf.io.TFRecordWriter(str(path)) as writer:
         for image_id, image, mask in pairs:
@@ -912,7 +921,8 @@ def test_autotuning_is_off_and_turning_it_on_changes_no_batch(raw_files):
     options.autotune.enabled = True
     autotuned = build().with_options(options)  # a new pipeline: its first epoch, like dataset's
     assert autotuned.options().autotune.enabled is True
-    want, got = collect(dataset), collect(autotuned)
+    want = collect(dataset)
+    got = collect(autotuned)
     np.testing.assert_array_equal(got[0], want[0])
     np.testing.assert_array_equal(got[1], want[1])
 
@@ -957,7 +967,8 @@ def test_a_later_record_of_zero_rows_or_columns_is_refused_naming_both_sizes(tmp
 
 
 def test_a_one_pixel_pair_reads_padded_with_void(tmp_path):
-    image, mask = np.full((1, 1, 3), 7, np.uint8), np.full((1, 1), 3, np.uint8)
+    image = np.full((1, 1, 3), 7, np.uint8)
+    mask = np.full((1, 1), 3, np.uint8)
     path = tmp_path / "dot.tfrecord"
     write_records(path, [raw_example(image, mask, "dot.jpg").SerializeToString()])
     images, masks = collect(voc_batches([path], 1, crop=(3, 3), shuffle_buffer=0))

@@ -39,7 +39,8 @@ def make_day(day: int, length: int, seed: int = 0):
 def days(tmp_path_factory):
     """Three day files and what was written to each."""
     folder = tmp_path_factory.mktemp("days")
-    files, written = [], []
+    files = []
+    written = []
     for day, length in enumerate(DAY_LENGTHS):
         written.append(make_day(day, length))
         files.append(folder / f"day_{day}.tfrecord")
@@ -206,7 +207,8 @@ def test_frames_timestamps_and_label_are_those_of_the_strided_frames_of_one_day(
     days, shuffle_buffer
 ):
     files, written = days
-    size, stride = 3, 2
+    size = 3
+    stride = 2
     dataset = frame_windows(
         files, size, stride, shuffle_buffer=shuffle_buffer, with_timestamps=True
     )
@@ -269,7 +271,8 @@ def test_each_epoch_is_shuffled_anew_and_the_epochs_repeat_with_the_seed(days):
     files, _ = days
     epochs = [window_ids(frame_windows(files, 2, shuffle_buffer=16, seed=5)) for _ in range(2)]
     dataset = frame_windows(files, 2, shuffle_buffer=16, seed=5)
-    epoch_1, epoch_2 = window_ids(dataset), window_ids(dataset)
+    epoch_1 = window_ids(dataset)
+    epoch_2 = window_ids(dataset)
     assert epoch_1 != epoch_2 and sorted(epoch_1) == sorted(epoch_2)
     assert epochs == [epoch_1, epoch_1]
 

@@ -55,7 +55,8 @@ def od_api_spec() -> dict:
 def xml_objects(image_id: str) -> tuple[int, int, list[dict[str, str]]]:
     """Width, height and the objects of the sample's XML, read with ElementTree, not helpers."""
     tree = ET.parse(SAMPLE / "Annotations" / f"{image_id}.xml").getroot()
-    width, height = int(tree.findtext("size/width")), int(tree.findtext("size/height"))
+    width = int(tree.findtext("size/width"))
+    height = int(tree.findtext("size/height"))
     objects = []
     for element in tree.iter("object"):
         fields = {child.tag: child.text for child in element if child.tag != "bndbox"}
