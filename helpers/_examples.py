@@ -70,7 +70,7 @@ class Key(NamedTuple):
 
     kind: str
     many: bool = False
-    default: bytes | None = None
+    default: bytes | int | float | None = None
 
 
 # The two schemas of a VOC segmentation pair (notebook 02): pixels, or DeepLab's
@@ -197,7 +197,8 @@ def _readable(tensor: object) -> bool:
     known = not tensor.tensor_shape.unknown_rank and min(shape, default=0) >= 0
     if tensor.dtype not in TENSOR_DTYPES or not known:
         return False
-    count, size = math.prod(shape), TENSOR_DTYPES[tensor.dtype][1]
+    count = math.prod(shape)
+    size = TENSOR_DTYPES[tensor.dtype][1]
     if size == 0:  # strings: one per value at most (TensorFlow pads the rest with b"")
         return not tensor.tensor_content and len(tensor.string_val) <= count
     return len(tensor.tensor_content) in (0, count * size)

@@ -29,7 +29,8 @@ def unpack(blob: bytes | bytearray | memoryview) -> np.ndarray:
     if not isinstance(blob, (bytes, bytearray, memoryview)):
         raise TypeError(f"expected .npy bytes, got {type(blob).__name__}")
     blob = bytes(blob)
-    stream, size = io.BytesIO(blob), f"{len(blob):,} bytes"
+    stream = io.BytesIO(blob)
+    size = f"{len(blob):,} bytes"
     if not blob.startswith(MAGIC["NPY"]):
         problem = "truncated" if MAGIC["NPY"].startswith(blob) else "not"
         expected = f"expected the magic {MAGIC['NPY']!r}, found {blob[:6]!r}"
@@ -45,7 +46,8 @@ def unpack(blob: bytes | bytearray | memoryview) -> np.ndarray:
         raise ValueError(f"{problem} .npy header ({size}): {error}") from error
     if dtype.hasobject:
         raise ValueError(f"refused .npy bytes ({size}): dtype {dtype} holds pickled Python objects")
-    start, needed = stream.tell(), dtype.itemsize * math.prod(shape)
+    start = stream.tell()
+    needed = dtype.itemsize * math.prod(shape)
     found = len(blob) - start
     if found != needed:
         problem = f"{'truncated' if found < needed else 'too long'} .npy bytes ({size})"

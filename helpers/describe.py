@@ -8,7 +8,10 @@ from helpers._examples import TENSOR_DTYPES, parse
 from helpers.records import RecordError, iter_records
 
 _TENSOR_COLUMNS = ["dtype", "rank", "shape", "values/record", "present in"]
-_MAX_VALUES, _MAX_BYTES, _MAX_STEPS = 8, 32, 3  # how much of one record format_record shows
+# How much of one record format_record shows: values, bytes and steps of a list.
+_MAX_VALUES = 8
+_MAX_BYTES = 32
+_MAX_STEPS = 3
 
 
 def _contents(feature: object) -> tuple[str, list]:
@@ -123,7 +126,8 @@ def _table(rows: list[list[str]]) -> list[str]:
 
 def format_summary(summary: FileSummary) -> str:
     """A :class:`FileSummary` as tables (notebook 06)."""
-    n, kind = summary.num_records, summary.kind
+    n = summary.num_records
+    kind = summary.kind
     if kind is None:
         return f"{summary.source}: 0 records"
     what = "TensorProto (tf.io.serialize_tensor)" if kind == "TensorProto" else f"tf.train.{kind}"

@@ -8,27 +8,41 @@ from typing import TYPE_CHECKING
 
 from helpers import voc
 from helpers._checks import check_compression, check_int, check_paths, check_seed
-from helpers._examples import SEGMENTATION, message
+from helpers._examples import SEGMENTATION, message, parsing_spec
 from helpers.records import detect_compression, iter_records
-from helpers.voc_records import feature_spec
 
 if TYPE_CHECKING:
     import tensorflow as tf
 
 _FILE_STRIDE = 2**40  # a record's position: file number * _FILE_STRIDE + index in its file
+_MISSING = {"int64": -1, "bytes": b""}  # what a missing key parses as; _decode's checks name it
 
 
-def _schema(path: Path, compression: str | None) -> str | None:
-    """The schema of record 0 ("raw" or "encoded"), checked in full; None if there is none."""
+def _parsing_spec(encoding: str) -> dict:
+    """``encoding``'s spec with a default for every key, one no valid record holds: a record that
+    lacks a key still parses, and the checks of :func:`_decode` say which key it lacks."""
+    keys = SEGMENTATION[encoding]
+    return parsing_spec(
+        {name: key._replace(default=_MISSING[key.kind]) for name, key in keys.items()}
+    )
+
+
+def _first_features(path: Path, compression: str | None) -> dict | None:
+    """The features of record 0 of ``path``; None if it has no record. ValueError if the record
+    is not a ``tf.train.Example``."""
     from google.protobuf.message import DecodeError
 
     first = next(iter_records(path, compression), None)
     if first is None:
         return None
     try:
-        features = message("Example").FromString(first).features.feature
+        return message("Example").FromString(first).features.feature
     except DecodeError as error:
         raise ValueError(f"{path}: record 0 is not a tf.train.Example ({error})") from None
+
+
+def _matching_schema(path: Path, features: dict) -> str:
+    """The first schema whose required keys ``features`` all has; ValueError naming both if none."""
     required = {
         name: [k for k, key in keys.items() if key.default is None]
         for name, keys in SEGMENTATION.items()
@@ -38,48 +52,124 @@ def _schema(path: Path, compression: str | None) -> str | None:
         expected = "; ".join(f"{name}: {', '.join(keys)}" for name, keys in required.items())
         problem = f"record 0 has features {sorted(features)}, which match neither VOC schema"
         raise ValueError(f"{path}: {problem} (expected every key of one: {expected})")
-    for name, key in SEGMENTATION[found[0]].items():
-        kind = f"{key.kind}_list"
-        held = features[name].WhichOneof("kind") if name in features else None
-        count = len(getattr(features[name], kind).value) if held == kind else 0
-        if count != 1 and (held or key.default is None):  # an optional key may be missing
-            what = {kind: f"{count} values", None: "nothing"}.get(held, f"a {held}")
-            where = f"{path}: record 0 ({found[0]} schema): feature {name!r}"
-            raise ValueError(f"{where} holds {what}, expected one value in a {kind}")
     return found[0]
 
 
-def _inputs(files: str | os.PathLike | Sequence, encoding: str, compression: object) -> tuple:
-    """``(paths, encoding, compression)`` of a path, glob pattern (sorted) or sequence of paths;
-    FileNotFoundError, or ValueError naming a file of another format."""
-    if isinstance(files, (str, os.PathLike)) and glob.has_magic(os.fspath(files)):
-        pattern, files = os.fspath(files), sorted(glob.glob(os.fspath(files)))
-        if not files:
-            raise FileNotFoundError(f"no file matches {pattern!r}")
-    paths = check_paths(files)
+def _check_one_value_each(path: Path, schema: str, features: dict) -> None:
+    """ValueError naming the first key of ``schema`` that does not hold one value of its kind
+    in ``features`` (an optional key may be missing)."""
+    for name, key in SEGMENTATION[schema].items():
+        kind = f"{key.kind}_list"
+        held = features[name].WhichOneof("kind") if name in features else None
+        count = len(getattr(features[name], kind).value) if held == kind else 0
+        if count != 1 and (held or key.default is None):
+            what = {kind: f"{count} values", None: "nothing"}.get(held, f"a {held}")
+            where = f"{path}: record 0 ({schema} schema): feature {name!r}"
+            raise ValueError(f"{where} holds {what}, expected one value in a {kind}")
+
+
+def _schema(path: Path, compression: str | None) -> str | None:
+    """The schema of record 0 ("raw" or "encoded"), checked in full; None if there is none."""
+    features = _first_features(path, compression)
+    if features is None:
+        return None
+    schema = _matching_schema(path, features)
+    _check_one_value_each(path, schema, features)
+    return schema
+
+
+def _expand(files: str | os.PathLike | Sequence) -> list[Path]:
+    """``files`` as paths. One path that names no file but holds ``*``, ``?`` or ``[`` is a glob
+    pattern: its matches, sorted (a file whose name holds them is read as that file).
+    FileNotFoundError if the pattern matches nothing."""
+    if not isinstance(files, (str, os.PathLike)):
+        return check_paths(files)
+    name = os.fspath(files)
+    if os.path.isfile(name) or not glob.has_magic(name):
+        return check_paths(files)
+    matches = sorted(glob.glob(name))
+    if not matches:
+        raise FileNotFoundError(f"no file matches {name!r}, and no file has that name")
+    return check_paths(matches)
+
+
+def _check_exist(paths: list[Path]) -> None:
+    """ValueError if ``paths`` is empty; FileNotFoundError naming every path that is no file."""
     if not paths:
         raise ValueError("files is empty: pass at least one TFRecord file")
     missing = [str(p) for p in paths if not p.is_file()]
     if missing:
         raise FileNotFoundError(f"no such file: {', '.join(missing)}")
+
+
+def _agreed(field: str, asked: object, found: dict[Path, object]) -> object:
+    """The ``field`` that every file of ``found`` has (None if ``found`` is empty). ValueError
+    naming a file whose value differs from ``asked`` (unless "auto") or from the first file's."""
+    first, known = next(iter(found.items()), (None, None))
+    for path, value in found.items():
+        if asked not in ("auto", value):
+            asking = f"{path}: {field}={asked!r} was asked for"
+            raise ValueError(f"{asking}, but the file's {field} is {value!r}")
+        if value != known:
+            disagree = f"{first} is {known!r} but {path} is {value!r}"
+            raise ValueError(f"files disagree on {field}: {disagree}; read them separately")
+    return known
+
+
+def _inputs(files: str | os.PathLike | Sequence, encoding: str, compression: object) -> tuple:
+    """``(paths, encoding, compression)`` of a path, glob pattern (sorted) or sequence of paths;
+    FileNotFoundError, or ValueError naming a file of another format."""
+    paths = _expand(files)
+    _check_exist(paths)
     if encoding not in ("auto", *SEGMENTATION):
         raise ValueError(f"encoding must be 'auto', 'raw' or 'encoded', got {encoding!r}")
-    asked = {"encoding": encoding, "compression": check_compression(compression, auto=True)}
+    asked_compression = check_compression(compression, auto=True)
+    # Files of no records are left out: any format fits them.
     stored = {path: detect_compression(path) for path in paths if path.stat().st_size}
     schemas = {path: _schema(path, how) for path, how in stored.items()}
-    found = {"compression": stored, "encoding": {p: e for p, e in schemas.items() if e}}
-    for field, values in found.items():  # files of no records are left out: any format fits
-        first, known = next(iter(values.items()), (None, None))
-        for path, value in values.items():
-            if asked[field] not in ("auto", value):
-                asking = f"{path}: {field}={asked[field]!r} was asked for"
-                raise ValueError(f"{asking}, but the file's {field} is {value!r}")
-            if value != known:
-                disagree = f"{first} is {known!r} but {path} is {value!r}"
-                raise ValueError(f"files disagree on {field}: {disagree}; read them separately")
-    if not found["encoding"]:
+    found_compression = _agreed("compression", asked_compression, stored)
+    found_encoding = _agreed("encoding", encoding, {p: e for p, e in schemas.items() if e})
+    if found_encoding is None:
         raise ValueError(f"no records in {', '.join(map(str, paths))}")
-    return paths, next(iter(found["encoding"].values())), next(iter(stored.values()))
+    return paths, found_encoding, found_compression
+
+
+def _decode_raw(values: dict, check) -> tuple:
+    """(image, mask) of a raw-schema record's ``values``, once its sizes add up."""
+    import tensorflow as tf
+
+    height = tf.cast(values["height"], tf.int32)
+    width = tf.cast(values["width"], tf.int32)
+    checks = [check((height > 0) & (width > 0), "height, width (missing?):", height, width)]
+    for key, channels in (("image_raw", 3), ("mask_raw", 1)):
+        size = tf.strings.length(values[key])
+        expected = height * width * channels
+        text = f"expected height*width*{channels} ="
+        checks.append(check(size == expected, f"{key} bytes:", size, text, expected))
+    with tf.control_dependencies(checks):
+        pixels = [tf.io.decode_raw(values[k], tf.uint8) for k in ("image_raw", "mask_raw")]
+    return tf.reshape(pixels[0], [height, width, 3]), tf.reshape(pixels[1], [height, width, 1])
+
+
+def _decode_encoded(values: dict, check) -> tuple:
+    """(image, mask) of an encoded-schema record's ``values``: the JPEG decoded as Pillow decodes
+    it, the PNG as it is, once both are there, the mask grayscale and both of one size."""
+    import tensorflow as tf
+
+    keys = ("image/encoded", "image/segmentation/class/encoded")
+    checks = [check(tf.strings.length(values[k]) > 0, f"{k} is empty (missing?)") for k in keys]
+    with tf.control_dependencies(checks):
+        image = tf.io.decode_jpeg(values[keys[0]], channels=3, dct_method="INTEGER_ACCURATE")
+        mask = tf.io.decode_png(values[keys[1]], channels=0)
+    image_size = tf.shape(image)
+    mask_size = tf.shape(mask)
+    same_size = tf.reduce_all(image_size[:2] == mask_size[:2])
+    checks = [
+        check(mask_size[2] == 1, "mask PNG channels:", mask_size[2], "expected 1 (grayscale)"),
+        check(same_size, "image size:", image_size[:2], "differs from mask size:", mask_size[:2]),
+    ]
+    with tf.control_dependencies(checks):
+        return tf.identity(image), tf.ensure_shape(tf.identity(mask), [None, None, 1])
 
 
 def _decode(serialized, encoding: str, where: list):
@@ -90,32 +180,10 @@ def _decode(serialized, encoding: str, where: list):
     def check(condition, *parts):
         return tf.debugging.Assert(condition, [*where, *parts], summarize=8)
 
-    spec = feature_spec(encoding)  # every key with a default: checks below name what is missing
-    spec = {k: f._replace(default_value=-1 if f.dtype.is_integer else b"") for k, f in spec.items()}
-    values = tf.io.parse_single_example(serialized, spec)
+    values = tf.io.parse_single_example(serialized, _parsing_spec(encoding))
     if encoding == "raw":
-        height, width = (tf.cast(values[key], tf.int32) for key in ("height", "width"))
-        checks = [check((height > 0) & (width > 0), "height, width (missing?):", height, width)]
-        for key, channels in (("image_raw", 3), ("mask_raw", 1)):
-            size, expected = tf.strings.length(values[key]), height * width * channels
-            text = f"expected height*width*{channels} ="
-            checks.append(check(size == expected, f"{key} bytes:", size, text, expected))
-        with tf.control_dependencies(checks):
-            pixels = [tf.io.decode_raw(values[k], tf.uint8) for k in ("image_raw", "mask_raw")]
-        return tf.reshape(pixels[0], [height, width, 3]), tf.reshape(pixels[1], [height, width, 1])
-    keys = ("image/encoded", "image/segmentation/class/encoded")
-    checks = [check(tf.strings.length(values[k]) > 0, f"{k} is empty (missing?)") for k in keys]
-    with tf.control_dependencies(checks):  # JPEG (or PNG) decoded as Pillow decodes it
-        image = tf.io.decode_jpeg(values[keys[0]], channels=3, dct_method="INTEGER_ACCURATE")
-        mask = tf.io.decode_png(values[keys[1]], channels=0)
-    image_size, mask_size = tf.shape(image), tf.shape(mask)
-    same_size = tf.reduce_all(image_size[:2] == mask_size[:2])
-    checks = [
-        check(mask_size[2] == 1, "mask PNG channels:", mask_size[2], "expected 1 (grayscale)"),
-        check(same_size, "image size:", image_size[:2], "differs from mask size:", mask_size[:2]),
-    ]
-    with tf.control_dependencies(checks):
-        return tf.identity(image), tf.ensure_shape(tf.identity(mask), [None, None, 1])
+        return _decode_raw(values, check)
+    return _decode_encoded(values, check)
 
 
 def _check_size(size: object) -> tuple[int, int]:
@@ -128,23 +196,41 @@ def crop_or_pad(
     image: "tf.Tensor", mask: "tf.Tensor", size: tuple[int, int], position: object = None
 ) -> tuple["tf.Tensor", "tf.Tensor"]:
     """Crop or pad both to ``size`` with one window (centred, or placed by two floats in [0, 1)),
-    the mask with void (notebook 03). ValueError or TypeError if ``size`` is not two ints > 0."""
+    the mask with void (notebook 03, "Crop or pad, and pad masks with void"). ValueError or
+    TypeError if ``size`` is not two ints > 0."""
     import tensorflow as tf
 
     size = _check_size(size)
-    shape, target = tf.shape(image)[:2], tf.constant(size)
-    excess, missing = tf.maximum(shape - target, 0), tf.maximum(target - shape, 0)  # crop, pad
+    shape = tf.shape(image)[:2]
+    target = tf.constant(size)
+    excess = tf.maximum(shape - target, 0)  # rows and columns to crop away
+    missing = tf.maximum(target - shape, 0)  # rows and columns to pad
     if position is None:  # centred
-        start, before = excess // 2, missing // 2
+        start = excess // 2
+        before = missing // 2
     else:  # each offset uniform in [0, limit]
         pick = [tf.cast(position * tf.cast(n + 1, tf.float32), tf.int32) for n in (excess, missing)]
-        start, before = tf.minimum(pick[0], excess), tf.minimum(pick[1], missing)
+        start = tf.minimum(pick[0], excess)
+        before = tf.minimum(pick[1], missing)
     kept = tf.minimum(shape, target)
     pads = tf.concat([tf.stack([before, target - kept - before], axis=1), [[0, 0]]], axis=0)
-    begin, length = tf.concat([start, [0]], axis=0), tf.concat([kept, [-1]], axis=0)
+    begin = tf.concat([start, [0]], axis=0)
+    length = tf.concat([kept, [-1]], axis=0)  # -1: every channel
     image = tf.pad(tf.slice(image, begin, length), pads, constant_values=0)
     mask = tf.pad(tf.slice(mask, begin, length), pads, constant_values=voc.VOID_LABEL)
     return tf.ensure_shape(image, [*size, 3]), tf.ensure_shape(mask, [*size, 1])
+
+
+def flip_together(
+    image: "tf.Tensor", mask: "tf.Tensor", coin: "tf.Tensor"
+) -> tuple["tf.Tensor", "tf.Tensor"]:
+    """Reverse image and mask left-right if ``coin`` < 0.5, else neither: one decision for both
+    (notebook 03, "Flip image and mask together")."""
+    import tensorflow as tf
+
+    return tf.cond(
+        coin < 0.5, lambda: (tf.reverse(image, [1]), tf.reverse(mask, [1])), lambda: (image, mask)
+    )
 
 
 def voc_batches(
@@ -159,14 +245,17 @@ def voc_batches(
     compression: str | None = "auto",
     drop_remainder: bool = False,
 ) -> "tf.data.Dataset":
-    """Batches of uint8 images [B, H, W, 3] and masks [B, H, W, 1] from VOC files (notebook 03).
-    TypeError, FileNotFoundError, ValueError (e.g. files that disagree) or RecordError; later,
+    """Batches of uint8 images [B, H, W, 3] and masks [B, H, W, 1] from VOC files (notebook 03,
+    "Save the pipeline as voc_batches"). ``files``: a path, a sequence of paths, or a glob
+    pattern (a path that names no file but holds ``*``, ``?`` or ``[``). TypeError,
+    FileNotFoundError, ValueError (e.g. files that disagree) or RecordError; later,
     InvalidArgumentError names file and index of a record that does not add up."""
     import tensorflow as tf
 
     batch_size = check_int(batch_size, "batch_size", minimum=1)
     shuffle_buffer = check_int(shuffle_buffer, "shuffle_buffer", minimum=0)
-    seed, size = check_seed(seed), _check_size(crop)
+    seed = check_seed(seed)
+    size = _check_size(crop)
     paths, encoding, compression = _inputs(files, encoding, compression)
     names = [os.fspath(p) for p in paths]
 
@@ -188,8 +277,8 @@ def voc_batches(
         if not augment:
             return crop_or_pad(image, mask, size)
         coins = tf.random.stateless_uniform([3], seed=tf.stack([draw, 0]))  # window and flip
-        pair = crop_or_pad(image, mask, size, coins[:2])
-        return tuple(tf.where(coins[2] < 0.5, tf.reverse(x, [1]), x) for x in pair)
+        image, mask = crop_or_pad(image, mask, size, position=coins[:2])
+        return flip_together(image, mask, coins[2])
 
     if augment:  # one random number per record; no zip without augmentation (bench_pipeline)
         draws = tf.data.Dataset.random(seed=seed, rerandomize_each_iteration=True)

@@ -36,7 +36,8 @@ def _jpeg_size(where: str, jpeg: object) -> tuple[int, int]:
 
 def _check_day(where: str, jpegs: Sequence[bytes], labels: object, stamps: object) -> tuple:
     """Return labels as float32 ``[N, L]`` and timestamps as int64 ``[N]``, or raise ValueError."""
-    labels, stamps = np.asarray(labels), np.asarray(stamps)
+    labels = np.asarray(labels)
+    stamps = np.asarray(stamps)
     if labels.ndim != 2 or labels.dtype.kind not in "iuf" or not labels.size:
         raise ValueError(f"{where}: expected labels [frames, L] numbers, got {labels.shape}")
     if stamps.ndim != 1 or stamps.dtype.kind not in "iu":
@@ -129,7 +130,8 @@ def frame_windows(
     steps = {"size": size, "stride": stride, "shift": shift}
     size, stride, shift = (check_int(value, name, minimum=1) for name, value in steps.items())
     shuffle_buffer = check_int(shuffle_buffer, "shuffle_buffer", minimum=0)
-    seed, cycle_length = check_seed(seed), check_int(cycle_length, "cycle_length", minimum=1)
+    seed = check_seed(seed)
+    cycle_length = check_int(cycle_length, "cycle_length", minimum=1)
     paths = check_paths(files)
     height, width, num_labels = _frame_shape(paths)
     spec = parsing_spec(FRAME, {_LABELS: num_labels})
@@ -173,11 +175,13 @@ def read_day_sequence(path: str | os.PathLike, num_labels: int) -> tuple[dict, d
     if len(payloads) != 1:
         found = "more than one" if payloads else "none"
         raise ValueError(f"{path}: expected one SequenceExample record, found {found}")
-    fixed, steps = tf.io.FixedLenFeature, tf.io.FixedLenSequenceFeature
+    fixed = tf.io.FixedLenFeature
+    steps = tf.io.FixedLenSequenceFeature
     context_spec = {"day": fixed([], tf.string), "frame_count": fixed([], tf.int64)}
     list_spec = {"frames": steps([], tf.string), "timestamps": steps([], tf.int64)}
     list_spec["labels"] = steps([num_labels], tf.float32)
-    where, parse = f"{path}: record 0", tf.io.parse_single_sequence_example
+    where = f"{path}: record 0"
+    parse = tf.io.parse_single_sequence_example
     context, lists = _parsed(where, parse, payloads[0], context_spec, list_spec, example_name=where)
     lengths = {key: int(value.shape[0]) for key, value in sorted(lists.items())}
     count = int(context["frame_count"])

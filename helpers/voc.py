@@ -162,7 +162,8 @@ def load_mask(root: PathLike, image_id: str) -> np.ndarray:
 
 def load_pair(root: PathLike, image_id: str) -> tuple[np.ndarray, np.ndarray]:
     """``(image, mask)`` of ``image_id`` (notebook 02); VOCError as theirs, or if sizes differ."""
-    image, mask = load_image(root, image_id), load_mask(root, image_id)
+    image = load_image(root, image_id)
+    mask = load_mask(root, image_id)
     if image.shape[:2] != mask.shape:
         sizes = f"photo {image.shape[:2]} vs mask {mask.shape} (height, width)"
         raise VOCError(f"image id {image_id!r}: {sizes}: {image_path(root, image_id)}")
@@ -195,20 +196,24 @@ class Annotation:
     objects: tuple[VOCObject, ...]
 
 
-def load_annotation(root: PathLike, image_id: str) -> Annotation:
-    """The boxes of ``image_id`` from ``root/Annotations/<id>.xml`` (notebook 09). VOCError naming
-    id and file: missing (a FileNotFoundError too), malformed XML, DOCTYPE, or a bad field."""
-    path = Path(root) / "Annotations" / f"{_plain(image_id, 'image id')}.xml"
-    where = f"annotation of image id {image_id!r} ({path})"
+class _RefusingDoctype(ET.TreeBuilder):
+    """A tree builder that refuses a DOCTYPE at its start: so no ENTITY is ever read."""
 
-    class Refusing(ET.TreeBuilder):  # refused at a DOCTYPE's start: so no ENTITY is ever read
-        def doctype(self, *_: object) -> None:
-            raise VOCError(f"{where} declares a DOCTYPE or ENTITY: refused (hostile XML)")
+    def __init__(self, where: str) -> None:
+        super().__init__()
+        self.where = where
 
-    parser = ET.XMLParser(target=Refusing())
+    def doctype(self, *_: object) -> None:
+        raise VOCError(f"{self.where} declares a DOCTYPE or ENTITY: refused (hostile XML)")
+
+
+def _parse_xml(path: Path, where: str) -> ET.Element:
+    """The root element of the XML file ``path``; VOCError (named ``where``) if it is missing,
+    malformed or declares a DOCTYPE."""
+    parser = ET.XMLParser(target=_RefusingDoctype(where))
     try:
         parser.feed(path.read_bytes())
-        tree = parser.close()
+        return parser.close()
     except FileNotFoundError:
         raise _MissingFile(f"{where} not found") from None
     except ET.ParseError as error:
@@ -216,39 +221,67 @@ def load_annotation(root: PathLike, image_id: str) -> Annotation:
         problem = f"line {line}, column {column + 1}: {expat.ErrorString(error.code)}"
         raise VOCError(f"{where} is not well-formed XML: {problem}") from None
 
-    def text(element: ET.Element, field: str) -> str:
-        if (found := element.find(field)) is None or not (found.text or "").strip():
-            raise VOCError(f"{where} has no <{field}> in <{element.tag}>")
-        return found.text.strip()
 
-    def number(element: ET.Element, field: str, low: int, high: float) -> int:
-        value = text(element, field)
-        try:
-            value = int(value) if value.lstrip("-").isdigit() else float(value)
-        except ValueError:
-            raise VOCError(f"{where}: <{field}> is {value!r}, not a number") from None
-        if not low <= value <= high:
-            raise VOCError(f"{where}: <{field}> {value} is outside {low}-{high}")
-        return value
+def _text(where: str, element: ET.Element, field: str) -> str:
+    """The stripped text of ``element``'s ``field``; VOCError if it is missing or blank."""
+    found = element.find(field)
+    if found is None or not (found.text or "").strip():
+        raise VOCError(f"{where} has no <{field}> in <{element.tag}>")
+    return found.text.strip()
 
-    def flag(element: ET.Element, field: str) -> bool:
-        if (value := text(element, field)) not in ("0", "1"):
-            raise VOCError(f"{where}: <{field}> is {value!r}, expected 0 or 1")
-        return value == "1"
 
-    if tree.tag != "annotation" or (filename := text(tree, "filename")) != f"{image_id}.jpg":
-        found = f"<{tree.tag}>" if tree.tag != "annotation" else f"filename {filename!r}"
-        raise VOCError(f"{where}: {found}, expected <annotation> of {image_id}.jpg")
-    sizes = ("width", "height", "depth")
-    width, height, depth = (number(tree, f"size/{field}", 1, 1 << 31) for field in sizes)
-    objects = []
-    for element in tree.findall("object"):
-        if (name := text(element, "name")) not in VOC_CLASSES[1:]:
-            raise VOCError(f"{where}: unknown class {name!r} (not a VOC class)")
-        x0, x1 = (number(element, f"bndbox/{c}", 1, width) for c in ("xmin", "xmax"))
-        y0, y1 = (number(element, f"bndbox/{c}", 1, height) for c in ("ymin", "ymax"))
-        if x0 > x1 or y0 > y1:
-            raise VOCError(f"{where}: {name} box ({x0}, {y0}, {x1}, {y1}) has min > max")
-        flags = flag(element, "truncated"), flag(element, "difficult")
-        objects.append(VOCObject(name, text(element, "pose"), *flags, x0, y0, x1, y1))
-    return Annotation(image_id, filename, width, height, depth, tuple(objects))
+def _number(where: str, element: ET.Element, field: str, low: int, high: float) -> int | float:
+    """``field`` as a number in [low, high]; VOCError if it is not one or out of range."""
+    value = _text(where, element, field)
+    try:
+        value = int(value) if value.lstrip("-").isdigit() else float(value)
+    except ValueError:
+        raise VOCError(f"{where}: <{field}> is {value!r}, not a number") from None
+    if not low <= value <= high:
+        raise VOCError(f"{where}: <{field}> {value} is outside {low}-{high}")
+    return value
+
+
+def _flag(where: str, element: ET.Element, field: str) -> bool:
+    """``field`` as a bool; VOCError unless it is 0 or 1."""
+    value = _text(where, element, field)
+    if value not in ("0", "1"):
+        raise VOCError(f"{where}: <{field}> is {value!r}, expected 0 or 1")
+    return value == "1"
+
+
+def _object(where: str, element: ET.Element, width: int, height: int) -> VOCObject:
+    """One ``<object>``: a VOC class, a box inside the image, its flags and pose; else VOCError."""
+    name = _text(where, element, "name")
+    if name not in VOC_CLASSES[1:]:
+        raise VOCError(f"{where}: unknown class {name!r} (not a VOC class)")
+    box = {
+        corner: _number(
+            where, element, f"bndbox/{corner}", 1, width if corner[0] == "x" else height
+        )
+        for corner in ("xmin", "xmax", "ymin", "ymax")
+    }
+    if box["xmin"] > box["xmax"] or box["ymin"] > box["ymax"]:
+        corners = f"({box['xmin']}, {box['ymin']}, {box['xmax']}, {box['ymax']})"
+        raise VOCError(f"{where}: {name} box {corners} has min > max")
+    truncated = _flag(where, element, "truncated")
+    difficult = _flag(where, element, "difficult")
+    return VOCObject(name, _text(where, element, "pose"), truncated, difficult, **box)
+
+
+def load_annotation(root: PathLike, image_id: str) -> Annotation:
+    """The boxes of ``image_id`` from ``root/Annotations/<id>.xml`` (notebook 09). VOCError naming
+    id and file: missing (a FileNotFoundError too), malformed XML, DOCTYPE, or a bad field."""
+    path = Path(root) / "Annotations" / f"{_plain(image_id, 'image id')}.xml"
+    where = f"annotation of image id {image_id!r} ({path})"
+    tree = _parse_xml(path, where)
+    if tree.tag != "annotation":
+        raise VOCError(f"{where}: <{tree.tag}>, expected <annotation> of {image_id}.jpg")
+    filename = _text(where, tree, "filename")
+    if filename != f"{image_id}.jpg":
+        raise VOCError(f"{where}: filename {filename!r}, expected <annotation> of {image_id}.jpg")
+    width = _number(where, tree, "size/width", 1, 1 << 31)
+    height = _number(where, tree, "size/height", 1, 1 << 31)
+    depth = _number(where, tree, "size/depth", 1, 1 << 31)
+    objects = tuple(_object(where, element, width, height) for element in tree.findall("object"))
+    return Annotation(image_id, filename, width, height, depth, objects)

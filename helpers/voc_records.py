@@ -14,7 +14,14 @@ from tqdm import tqdm
 
 from helpers import voc
 from helpers._commit import output_folder
-from helpers._examples import CORNERS, SEGMENTATION, check_task, example_bytes, parsing_spec
+from helpers._examples import (
+    CORNERS,
+    DETECTION,
+    SEGMENTATION,
+    check_task,
+    example_bytes,
+    parsing_spec,
+)
 from helpers._magic import looks_like
 from helpers.records import write_sharded
 from helpers.shuffle import permutation
@@ -121,6 +128,42 @@ def _detection_values(root: str | os.PathLike, image_id: str) -> dict[str, objec
     return values
 
 
+def detection_example(root: str | os.PathLike, image_id: str) -> "tf.train.Example":
+    """The Example of an image and its boxes, as ``create_pascal_tf_record.py`` writes it (notebook
+    09, "Build one Example with lists"). VOCError for a bad annotation or photo, a non-JPEG, or a
+    size unlike the XML's."""
+    import tensorflow as tf
+
+    return tf.train.Example.FromString(record_payload(root, image_id, "detection"))
+
+
+def detection_spec() -> dict:
+    """The parsing spec of :func:`detection_example`'s records (notebook 09, "Stack the corners
+    into boxes")."""
+    return parsing_spec(DETECTION)
+
+
+def parse_detection(serialized: "tf.Tensor") -> dict:
+    """A :func:`detection_example` record as a detector's tensors (notebook 09, "Stack the corners
+    into boxes"). InvalidArgumentError if image keys miss or list lengths differ."""
+    import tensorflow as tf
+
+    values = tf.io.parse_single_example(serialized, detection_spec())
+    labels = values["image/object/class/label"]
+    for name in (name for name, key in DETECTION.items() if key.many):
+        message = f"{name} has another number of values than image/object/class/label"
+        tf.debugging.assert_equal(tf.size(values[name]), tf.size(labels), message=message)
+    corners = [values[f"image/object/bbox/{c}"] for c in ("ymin", "xmin", "ymax", "xmax")]
+    return {
+        "image": tf.io.decode_jpeg(values["image/encoded"], channels=3),
+        "boxes": tf.reshape(tf.stack(corners, axis=-1), [-1, 4]),
+        "labels": labels,
+        "difficult": values["image/object/difficult"] > 0,
+        "truncated": values["image/object/truncated"] > 0,
+        "filename": values["image/filename"],
+    }
+
+
 def convert_split(
     voc_root: str | os.PathLike,
     split: str,
@@ -135,8 +178,9 @@ def convert_split(
     index: bool = False,
 ) -> list[Path]:
     """Write a split's records in :func:`split_order` by :func:`helpers.records.write_sharded`;
-    return the paths (notebook 02, "Make it sturdy"); an error leaves no output. Raises as
-    ``write_sharded``, ValueError for a bad ``encoding``, VOCError for a bad split or pair."""
+    return the paths (notebook 02, "Make it sturdy: shards, atomic files, deterministic bytes");
+    an error leaves no output. Raises as ``write_sharded``, ValueError for a bad ``encoding``,
+    VOCError for a bad split or pair."""
     check_task(task, encoding)
 
     def payloads() -> Iterator[bytes]:  # runs only once write_sharded has checked the names

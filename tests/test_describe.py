@@ -49,7 +49,8 @@ def test_schema_matches_tensorflows_messages_field_for_field():
     pool = message("SequenceExample").DESCRIPTOR.file.pool
     names = ["SequenceExample", "Features", "Feature", "FeatureList", "FeatureLists"]
     for name in names + ["BytesList", "FloatList", "Int64List"]:
-        ours, theirs = descriptor_pb2.DescriptorProto(), descriptor_pb2.DescriptorProto()
+        ours = descriptor_pb2.DescriptorProto()
+        theirs = descriptor_pb2.DescriptorProto()
         pool.FindMessageTypeByName(f"tensorflow.{name}").CopyToProto(ours)
         getattr(tf.train, name).DESCRIPTOR.CopyToProto(theirs)
         assert ours == theirs, name
@@ -108,7 +109,8 @@ def test_describe_sequence_example_file(sequence_file):
     assert (summary.kind, summary.num_records) == ("SequenceExample", 2)
     assert summary.features["day"].value_bytes == (6, 7)
     assert summary.features["fps"].present == 1
-    frames, speed = summary.feature_lists["frames"], summary.feature_lists["speed"]
+    frames = summary.feature_lists["frames"]
+    speed = summary.feature_lists["speed"]
     assert (frames.type, frames.steps, frames.values, frames.value_bytes, frames.present) == (
         "bytes", (3, 5), (1, 1), (64, 64), 2)  # fmt: skip
     assert (speed.type, speed.steps, speed.values, speed.value_bytes, speed.present) == (
@@ -190,7 +192,8 @@ def test_compressed_files_written_by_tensorflow_give_the_same_summary(
     with tf.io.TFRecordWriter(str(path), options=compression) as writer:
         for payload in iter_records(sequence_file):
             writer.write(payload)
-    plain, packed = hi.describe_file(sequence_file), hi.describe_file(path, compression)
+    plain = hi.describe_file(sequence_file)
+    packed = hi.describe_file(path, compression)
     assert packed.feature_lists == plain.feature_lists and packed.features == plain.features
     with pytest.raises(RecordError):  # read as plain, a compressed file is not a TFRecord file
         hi.describe_file(path)
@@ -353,10 +356,8 @@ def test_format_record_shows_a_tensors_dtype_and_shape():
 def test_examples_and_tensors_parse_as_each_other_in_protobuf_but_are_told_apart():
     from tensorflow.core.framework import tensor_pb2, types_pb2
 
-    plain, sequence = (
-        example({"a": [1], "b": [b"x"]}),
-        sequence_example({"a": [1]}, {"b": [[1], [2]]}),
-    )
+    plain = example({"a": [1], "b": [b"x"]})
+    sequence = sequence_example({"a": [1]}, {"b": [[1], [2]]})
     (tensor,) = serialized_tensors(tf.ones([3, 4]))
     # The trap: protobuf parses each as the other, silently ...
     assert tf.train.Example.FromString(tensor).features.feature == {}  # an empty Example

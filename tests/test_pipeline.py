@@ -1,6 +1,7 @@
 """Tests of helpers.pipeline: shapes, void padding, identical windows, determinism, schemas, and
 the files other people write (the original guide, DeepLab, the TensorFlow tutorial)."""
 
+import glob
 import itertools
 import os
 
@@ -14,7 +15,7 @@ import tensorflow as tf
 from builders import example_message, feature
 
 from helpers import voc
-from helpers.pipeline import crop_or_pad, voc_batches
+from helpers.pipeline import crop_or_pad, flip_together, voc_batches
 from helpers.records import RecordError, write_records
 
 CROP = (16, 20)  # small, so every case below stays fast
@@ -113,9 +114,11 @@ def expected_centre(image, mask, size=CROP):
     """Reference crop-or-pad in NumPy: centred window, image padded with 0, mask with 255."""
     out_image = np.zeros((*size, 3), np.uint8)
     out_mask = np.full((*size, 1), 255, np.uint8)
-    src, dst = [], []
+    src = []
+    dst = []
     for n, t in zip(image.shape[:2], size, strict=True):
-        start, pad = max(n - t, 0) // 2, max(t - n, 0) // 2
+        start = max(n - t, 0) // 2
+        pad = max(t - n, 0) // 2
         kept = min(n, t)
         src.append(slice(start, start + kept))
         dst.append(slice(pad, pad + kept))
@@ -125,7 +128,8 @@ def expected_centre(image, mask, size=CROP):
 
 
 def collect(dataset):
-    images, masks = [], []
+    images = []
+    masks = []
     for batch_images, batch_masks in dataset:
         images.append(batch_images.numpy())
         masks.append(batch_masks.numpy())
@@ -212,7 +216,8 @@ def test_centred_window_matches_resize_with_crop_or_pad(size):
 
 def is_window_of(out_image, out_mask, image, mask):
     """True if the output is a crop-or-pad window of (image, mask), possibly mirrored left-right."""
-    (th, tw), (h, w) = CROP, image.shape[:2]
+    th, tw = CROP
+    h, w = image.shape[:2]
     for flipped in (False, True):
         src_image = image[:, ::-1] if flipped else image
         src_mask = mask[:, ::-1] if flipped else mask
@@ -222,7 +227,8 @@ def is_window_of(out_image, out_mask, image, mask):
                     for pad_left in range(max(tw - w, 0) + 1):
                         want_image = np.zeros((th, tw, 3), np.uint8)
                         want_mask = np.full((th, tw), 255, np.uint8)
-                        kh, kw = min(h, th), min(w, tw)
+                        kh = min(h, th)
+                        kw = min(w, tw)
                         want_image[pad_top : pad_top + kh, pad_left : pad_left + kw] = src_image[
                             top : top + kh, left : left + kw
                         ]
@@ -277,6 +283,16 @@ def test_joint_flip_happens_about_half_of_the_time(flip_files):
     np.testing.assert_array_equal(masks[..., 0], images[..., 0] % 21)
 
 
+@pytest.mark.parametrize("coin, flips", [(0.0, True), (0.49, True), (0.5, False), (0.9, False)])
+def test_flip_together_reverses_both_columns_below_one_half_and_neither_above(coin, flips):
+    image, mask = make_pairs(1)[0]
+    mask = mask[..., None]
+    got_image, got_mask = flip_together(image, mask, tf.constant(coin))
+    expected = (image[:, ::-1], mask[:, ::-1]) if flips else (image, mask)
+    np.testing.assert_array_equal(got_image, expected[0])
+    np.testing.assert_array_equal(got_mask, expected[1])
+
+
 # ---------------------------------------------------------------------------
 # Order and determinism
 # ---------------------------------------------------------------------------
@@ -317,7 +333,8 @@ def test_each_epoch_draws_anew(raw_files, shuffle_buffer, augment):
     dataset = voc_batches(
         raw_files, 3, crop=CROP, shuffle_buffer=shuffle_buffer, seed=11, augment=augment
     )
-    first, second = first_images(dataset), first_images(dataset)
+    first = first_images(dataset)
+    second = first_images(dataset)
     assert first.shape == second.shape
     assert not np.array_equal(first, second)
     again = voc_batches(
@@ -552,8 +569,10 @@ def write_guide_file(path, filename_pairs):
         for img_path, annotation_path in filename_pairs:
             img = np.array(Image.open(img_path))
             annotation = np.array(Image.open(annotation_path))
-            height, width = img.shape[0], img.shape[1]
-            img_raw, annotation_raw = img.tobytes(), annotation.tobytes()  # was .tostring()
+            height = img.shape[0]
+            width = img.shape[1]
+            img_raw = img.tobytes()  # was .tostring()
+            annotation_raw = annotation.tobytes()
             example = tf.train.Example(
                 features=tf.train.Features(
                     feature={
@@ -615,7 +634,8 @@ def test_deeplabs_encoded_file_reads_with_exact_masks(tmp_path):
         values = values.encode() if isinstance(values, str) else values
         return tf.train.Feature(bytes_list=tf.train.BytesList(value=[values]))
 
-    pairs, root = sample_pairs(), voc.sample_root()
+    pairs = sample_pairs()
+    root = voc.sample_root()
     path = tmp_path / "trainval-00000-of-00001.tfrecord"
     with tf.io.TFRecordWriter(str(path)) as writer:
         for image_id, image, mask in pairs:
@@ -802,6 +822,41 @@ def test_files_can_be_a_glob_pattern_and_missing_files_are_named(raw_files, tmp_
         voc_batches([], 2)
 
 
+@pytest.mark.parametrize("literal", ["shard[1].tfrecord", "shard*.tfrecord", "shard?.tfrecord"])
+@pytest.mark.parametrize("as_path", [False, True])
+def test_a_file_whose_name_holds_glob_characters_is_read_as_that_file(
+    tmp_path, pairs, literal, as_path
+):
+    """Read as a pattern, each of these names would match shard1.tfrecord (other pairs) too."""
+    write_records(tmp_path / literal, [serialize(pairs[0], 0, "raw")])
+    write_records(tmp_path / "shard1.tfrecord", [serialize(pairs[1], 1, "raw")])
+    name = tmp_path / literal if as_path else str(tmp_path / literal)
+    images, masks = collect(voc_batches(name, 4, crop=CROP, shuffle_buffer=0))
+    expected = expected_centre(*pairs[0])
+    assert len(images) == 1
+    np.testing.assert_array_equal(images[0], expected[0])
+    np.testing.assert_array_equal(masks[0], expected[1])
+
+
+def test_a_pattern_that_matches_nothing_says_no_file_has_that_name_either(tmp_path):
+    name = str(tmp_path / "shard[1].tfrecord")
+    with pytest.raises(FileNotFoundError) as caught:
+        voc_batches(name, 2)
+    assert str(caught.value) == f"no file matches {name!r}, and no file has that name"
+
+
+def test_a_folder_name_with_glob_characters_is_escaped_in_a_pattern(tmp_path, pairs):
+    folder = tmp_path / "run[1]"
+    folder.mkdir()
+    (tmp_path / "run1").mkdir()  # the unescaped pattern would look here and find nothing
+    paths = write_shards(folder, pairs)
+    by_pattern = voc_batches(os.path.join(glob.escape(str(folder)), "*.tfrecord"), 8, CROP, 0)
+    by_paths = voc_batches(paths, 8, CROP, 0)
+    np.testing.assert_array_equal(collect(by_pattern)[0], collect(by_paths)[0])
+    with pytest.raises(FileNotFoundError, match="no file matches"):
+        voc_batches(str(folder / "*.tfrecord"), 2)
+
+
 # ---------------------------------------------------------------------------
 # Parallelism survives op determinism
 # ---------------------------------------------------------------------------
@@ -866,7 +921,8 @@ def test_autotuning_is_off_and_turning_it_on_changes_no_batch(raw_files):
     options.autotune.enabled = True
     autotuned = build().with_options(options)  # a new pipeline: its first epoch, like dataset's
     assert autotuned.options().autotune.enabled is True
-    want, got = collect(dataset), collect(autotuned)
+    want = collect(dataset)
+    got = collect(autotuned)
     np.testing.assert_array_equal(got[0], want[0])
     np.testing.assert_array_equal(got[1], want[1])
 
@@ -911,7 +967,8 @@ def test_a_later_record_of_zero_rows_or_columns_is_refused_naming_both_sizes(tmp
 
 
 def test_a_one_pixel_pair_reads_padded_with_void(tmp_path):
-    image, mask = np.full((1, 1, 3), 7, np.uint8), np.full((1, 1), 3, np.uint8)
+    image = np.full((1, 1, 3), 7, np.uint8)
+    mask = np.full((1, 1), 3, np.uint8)
     path = tmp_path / "dot.tfrecord"
     write_records(path, [raw_example(image, mask, "dot.jpg").SerializeToString()])
     images, masks = collect(voc_batches([path], 1, crop=(3, 3), shuffle_buffer=0))

@@ -39,7 +39,8 @@ def make_day(day: int, length: int, seed: int = 0):
 def days(tmp_path_factory):
     """Three day files and what was written to each."""
     folder = tmp_path_factory.mktemp("days")
-    files, written = [], []
+    files = []
+    written = []
     for day, length in enumerate(DAY_LENGTHS):
         written.append(make_day(day, length))
         files.append(folder / f"day_{day}.tfrecord")
@@ -101,37 +102,55 @@ def test_write_day_into_a_missing_folder_names_the_target(tmp_path):
         write_day(tmp_path / "missing" / "d.tfrecord", *make_day(0, 2))
 
 
+def replaced(values, index, value):
+    """A copy of a list or array with ``values[index] = value``."""
+    values = values.copy()
+    values[index] = value
+    return values
+
+
+#: Each kind of bad day, made from a good day of 5 frames: (jpegs, labels, stamps) -> bad ones.
+BAD_DAYS = {
+    "unsorted": lambda jpegs, labels, stamps: (jpegs, labels, replaced(stamps, 3, stamps[1])),
+    "repeated": lambda jpegs, labels, stamps: (jpegs, labels, replaced(stamps, 3, stamps[2])),
+    "float timestamps": lambda jpegs, labels, stamps: (jpegs, labels, stamps + 0.5),
+    "fewer labels": lambda jpegs, labels, stamps: (jpegs, labels[:4], stamps),
+    "more timestamps": lambda jpegs, labels, stamps: (
+        jpegs,
+        labels,
+        np.append(stamps, stamps[-1] + 1),
+    ),
+    "nan label": lambda jpegs, labels, stamps: (jpegs, replaced(labels, (3, 2), np.nan), stamps),
+    # finite in float64, inf once stored as float32
+    "float32 overflow": lambda jpegs, labels, stamps: (
+        jpegs,
+        np.full((5, NUM_LABELS), 1e39),
+        stamps,
+    ),
+    "1-d labels": lambda jpegs, labels, stamps: (jpegs, labels[:, 0], stamps),
+    "text labels": lambda jpegs, labels, stamps: (jpegs, [["a"] * NUM_LABELS] * 5, stamps),
+    "not jpeg": lambda jpegs, labels, stamps: (
+        replaced(jpegs, 3, b"\x89PNG\r\n\x1a\n"),
+        labels,
+        stamps,
+    ),
+    "cut jpeg": lambda jpegs, labels, stamps: (replaced(jpegs, 3, jpegs[3][:6]), labels, stamps),
+    "array frame": lambda jpegs, labels, stamps: (
+        replaced(jpegs, 3, np.zeros((8, 8, 3), np.uint8)),
+        labels,
+        stamps,
+    ),
+    "other size": lambda jpegs, labels, stamps: (
+        replaced(jpegs, 3, jpeg(np.zeros((8, 9, 3), np.uint8))),
+        labels,
+        stamps,
+    ),
+    "no frames": lambda jpegs, labels, stamps: ([], np.zeros((0, 2)), np.zeros(0, np.int64)),
+}
+
+
 def bad_day(kind):
-    jpegs, labels, stamps = make_day(0, 5)
-    if kind == "unsorted":
-        stamps[3] = stamps[1]
-    elif kind == "repeated":
-        stamps[3] = stamps[2]
-    elif kind == "float timestamps":
-        stamps = stamps + 0.5
-    elif kind == "fewer labels":
-        labels = labels[:4]
-    elif kind == "more timestamps":
-        stamps = np.append(stamps, stamps[-1] + 1)
-    elif kind == "nan label":
-        labels[3, 2] = np.nan
-    elif kind == "float32 overflow":  # finite in float64, inf once stored as float32
-        labels = np.full((5, NUM_LABELS), 1e39)
-    elif kind == "1-d labels":
-        labels = labels[:, 0]
-    elif kind == "text labels":
-        labels = [["a"] * NUM_LABELS] * 5
-    elif kind == "not jpeg":
-        jpegs[3] = b"\x89PNG\r\n\x1a\n"
-    elif kind == "cut jpeg":
-        jpegs[3] = jpegs[3][:6]
-    elif kind == "array frame":
-        jpegs[3] = np.zeros((8, 8, 3), np.uint8)
-    elif kind == "other size":
-        jpegs[3] = jpeg(np.zeros((8, 9, 3), np.uint8))
-    elif kind == "no frames":
-        jpegs, labels, stamps = [], np.zeros((0, 2)), np.zeros(0, np.int64)
-    return jpegs, labels, stamps
+    return BAD_DAYS[kind](*make_day(0, 5))
 
 
 @pytest.mark.parametrize(
@@ -188,7 +207,8 @@ def test_frames_timestamps_and_label_are_those_of_the_strided_frames_of_one_day(
     days, shuffle_buffer
 ):
     files, written = days
-    size, stride = 3, 2
+    size = 3
+    stride = 2
     dataset = frame_windows(
         files, size, stride, shuffle_buffer=shuffle_buffer, with_timestamps=True
     )
@@ -251,7 +271,8 @@ def test_each_epoch_is_shuffled_anew_and_the_epochs_repeat_with_the_seed(days):
     files, _ = days
     epochs = [window_ids(frame_windows(files, 2, shuffle_buffer=16, seed=5)) for _ in range(2)]
     dataset = frame_windows(files, 2, shuffle_buffer=16, seed=5)
-    epoch_1, epoch_2 = window_ids(dataset), window_ids(dataset)
+    epoch_1 = window_ids(dataset)
+    epoch_2 = window_ids(dataset)
     assert epoch_1 != epoch_2 and sorted(epoch_1) == sorted(epoch_2)
     assert epochs == [epoch_1, epoch_1]
 

@@ -206,7 +206,8 @@ def test_grayscale_jpeg_becomes_three_equal_channels(root: Path):
 
 def test_rgba_and_palette_files_become_rgb(root: Path):
     rgba = np.zeros((4, 5, 4), dtype=np.uint8)
-    rgba[..., 0], rgba[..., 3] = 200, 0  # fully transparent red: the colour is kept, alpha dropped
+    rgba[..., 0] = 200  # fully transparent red: the colour is kept, alpha dropped
+    rgba[..., 3] = 0
     write_photo(root, "rgba", rgba, fmt="PNG")
     assert voc.load_image(root, "rgba")[0, 0].tolist() == [200, 0, 0]
 
@@ -330,7 +331,9 @@ def test_mask_that_is_not_a_palette_png_is_refused(root: Path, mode: str):
 
 def test_mask_values_outside_the_classes_are_listed(root: Path):
     indices = some_indices()
-    indices[5, 5], indices[6, 6], indices[7, 7] = 21, 100, 254
+    indices[5, 5] = 21
+    indices[6, 6] = 100
+    indices[7, 7] = 254
     write_mask(root, "pair_ok", indices)
     with pytest.raises(
         voc.VOCError, match=r"'pair_ok' has values not in 0-20, 255: 21, 100, 254 \("

@@ -68,7 +68,8 @@ def serialized(example):
 
 def read_pairs(paths, encoding="raw", compression=None):
     """``(filename, image, mask)`` of every record, parsed as notebook 02 does (PIL decodes)."""
-    pairs, spec = [], feature_spec(encoding)
+    pairs = []
+    spec = feature_spec(encoding)
     for record in tf.data.TFRecordDataset([str(p) for p in paths], compression or ""):
         f = {k: v.numpy() for k, v in tf.io.parse_single_example(record, spec).items()}
         if encoding == "raw":
@@ -142,7 +143,8 @@ def test_raw_example_parses_with_its_spec_to_the_pair(voc_root):
     parsed = tf.io.parse_single_example(
         serialized(voc_example(voc_root, "img_b")), feature_spec("raw")
     )
-    height, width = int(parsed["height"]), int(parsed["width"])
+    height = int(parsed["height"])
+    width = int(parsed["width"])
     got = tf.reshape(tf.io.decode_raw(parsed["image_raw"], tf.uint8), [height, width, 3])
     np.testing.assert_array_equal(got.numpy(), image)
     got_mask = tf.io.decode_raw(parsed["mask_raw"], tf.uint8).numpy().reshape(height, width)
@@ -275,8 +277,10 @@ def test_convert_split_shows_progress_on_stderr_only_when_asked(voc_root, tmp_pa
 
 
 def test_convert_split_streams_pairs_one_at_a_time(voc_root, tmp_path, monkeypatch):
-    loads, loaded_when_written = [], []
-    real_load_pair, real_write_sharded = voc.load_pair, voc_records.write_sharded
+    loads = []
+    loaded_when_written = []
+    real_load_pair = voc.load_pair
+    real_write_sharded = voc_records.write_sharded
 
     def counting_load_pair(root, image_id):
         loads.append(image_id)

@@ -31,7 +31,8 @@ def pairs() -> dict[str, tuple[np.ndarray, np.ndarray]]:
 
 
 def test_splits_are_sorted_disjoint_and_trainval_is_their_union():
-    train, val = voc.read_split(ROOT, "train"), voc.read_split(ROOT, "val")
+    train = voc.read_split(ROOT, "train")
+    val = voc.read_split(ROOT, "val")
     assert len(IDS) >= 8 and len(train) >= 5 and len(val) >= 2
     assert not set(train) & set(val)
     assert IDS == sorted(train + val)
@@ -53,11 +54,13 @@ def test_ids_are_plain_and_every_file_belongs_to_a_listed_id():
 
 def test_main_splits_keep_the_segmentation_split_and_add_detection_only_pictures():
     for name in ("train", "val", "trainval"):
-        main, segmentation = voc.read_split(ROOT, name, "Main"), voc.read_split(ROOT, name)
+        main = voc.read_split(ROOT, name, "Main")
+        segmentation = voc.read_split(ROOT, name)
         assert set(segmentation) <= set(main) and main == sorted(main), name
         raw = (ROOT / "ImageSets" / "Main" / f"{name}.txt").read_bytes()
         assert b"\r" not in raw and raw.endswith(b"\n") and b"\n\n" not in raw, name
-    train, val = voc.read_split(ROOT, "train", "Main"), voc.read_split(ROOT, "val", "Main")
+    train = voc.read_split(ROOT, "train", "Main")
+    val = voc.read_split(ROOT, "val", "Main")
     assert not set(train) & set(val) and MAIN_IDS == sorted(train + val)
     only = set(MAIN_IDS) - set(IDS)
     assert only == {"two_horses"}
@@ -151,7 +154,8 @@ def test_rebuilding_reproduces_the_committed_files_byte_for_byte(tmp_path: Path)
     )
     assert result.returncode == 0, result.stderr
     assert result.stderr == ""
-    built, committed = all_files(out), all_files(ROOT)
+    built = all_files(out)
+    committed = all_files(ROOT)
     assert sorted(built) == sorted(committed)
     different = [name for name in built if built[name].read_bytes() != committed[name].read_bytes()]
     assert not different, (
@@ -174,8 +178,10 @@ def test_boxes_are_the_mask_regions_grown_by_the_void_band_and_cover_every_class
                 inside = (box.xmin - 1 <= cols) & (cols <= box.xmax - 1)
                 inside &= (box.ymin - 1 <= rows) & (rows <= box.ymax - 1)
                 covered |= inside
-                top, left = rows[inside].min(), cols[inside].min()
-                bottom, right = rows[inside].max(), cols[inside].max()
+                top = rows[inside].min()
+                left = cols[inside].min()
+                bottom = rows[inside].max()
+                right = cols[inside].max()
                 grown = (max(left - 2, 0) + 1, max(top - 2, 0) + 1)
                 grown += (min(right + 2, width - 1) + 1, min(bottom + 2, height - 1) + 1)
                 assert (box.xmin, box.ymin, box.xmax, box.ymax) == grown, (image_id, box)

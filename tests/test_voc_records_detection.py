@@ -19,8 +19,12 @@ from helpers.notebook import prepare_tensorflow
 prepare_tensorflow(deterministic_ops=False)
 import tensorflow as tf  # noqa: E402
 
-from helpers.detection import detection_example, detection_spec, parse_detection  # noqa: E402
-from helpers.voc_records import record_payload  # noqa: E402
+from helpers.voc_records import (  # noqa: E402
+    detection_example,
+    detection_spec,
+    parse_detection,
+    record_payload,
+)
 
 SAMPLE = voc.sample_root()
 IDS = voc.read_split(SAMPLE, "trainval", folder="Main")
@@ -51,7 +55,8 @@ def od_api_spec() -> dict:
 def xml_objects(image_id: str) -> tuple[int, int, list[dict[str, str]]]:
     """Width, height and the objects of the sample's XML, read with ElementTree, not helpers."""
     tree = ET.parse(SAMPLE / "Annotations" / f"{image_id}.xml").getroot()
-    width, height = int(tree.findtext("size/width")), int(tree.findtext("size/height"))
+    width = int(tree.findtext("size/width"))
+    height = int(tree.findtext("size/height"))
     objects = []
     for element in tree.iter("object"):
         fields = {child.tag: child.text for child in element if child.tag != "bndbox"}
