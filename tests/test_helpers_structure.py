@@ -229,9 +229,11 @@ def too_complex(folder: Path, limit: int = MAX_COMPLEXITY) -> list[str]:
     return [line for line in done.stdout.splitlines() if ": C901 " in line]
 
 
-def long_modules(paths: list[Path], limit: int = MAX_MODULE_LINES) -> list[str]:
-    lines = {path: formatted_lines(path) for path in paths}
-    return [f"{path.name}: {n} lines" for path, n in lines.items() if n > limit]
+def long_modules(
+    paths: list[Path], folder: Path = HELPERS, limit: int = MAX_MODULE_LINES
+) -> list[str]:
+    lines = {path.relative_to(folder): formatted_lines(path) for path in paths}
+    return [f"{path}: {n} lines" for path, n in lines.items() if n > limit]
 
 
 def is_swap(targets: ast.Tuple | ast.List, values: ast.Tuple | ast.List) -> bool:
@@ -287,7 +289,7 @@ def test_the_local_limits_see_a_planted_violation(tmp_path):
     (tmp_path / "long.py").write_text("".join(f"x{k} = {k}\n" for k in range(MAX_MODULE_LINES + 1)))
     (tmp_path / "fits.py").write_text("".join(f"x{k} = {k}\n" for k in range(MAX_MODULE_LINES)))
     paths = [tmp_path / "long.py", tmp_path / "fits.py"]
-    assert long_modules(paths) == [f"long.py: {MAX_MODULE_LINES + 1} lines"]
+    assert long_modules(paths, tmp_path) == [f"long.py: {MAX_MODULE_LINES + 1} lines"]
 
 
 def test_the_tuple_check_allows_swaps_and_one_unpacked_value_only():
@@ -421,9 +423,9 @@ def test_the_layer_check_sees_every_kind_of_import_upwards():
 # --- The total is an alarm ------------------------------------------------------------------
 
 
-def formatter_markers(paths: list[Path]) -> list[str]:
+def formatter_markers(paths: list[Path], folder: Path = HELPERS) -> list[str]:
     return [
-        f"{path.name}:{number}"
+        f"{path.relative_to(folder)}:{number}"
         for path in paths
         for number, line in enumerate(path.read_text().splitlines(), 1)
         if re.search(r"#\s*fmt:", line)
@@ -437,15 +439,32 @@ def test_helpers_carry_no_formatter_markers():
 
 
 def test_the_marker_check_sees_a_planted_marker(tmp_path):
-    (tmp_path / "dense.py").write_text("x = 1\ny = [1,2]  # fmt: skip\n")
-    assert formatter_markers([tmp_path / "dense.py"]) == ["dense.py:2"]
+    (tmp_path / "sub").mkdir()
+    (tmp_path / "sub" / "dense.py").write_text("x = 1\ny = [1,2]  # fmt: skip\n")
+    assert formatter_markers([tmp_path / "sub" / "dense.py"], tmp_path) == ["sub/dense.py:2"]
+
+
+def alarm(paths: list[Path], folder: Path = HELPERS, limit: int = ALARM_LINES) -> str | None:
+    """None while ``paths`` total at most ``limit`` formatted lines, else what each one holds."""
+    lines = {str(path.relative_to(folder)): formatted_lines(path) for path in paths}
+    total = sum(lines.values())
+    return None if total <= limit else f"{total} formatted lines (alarm {limit}): {lines}"
 
 
 def test_the_total_stays_under_the_alarm():
     """An alarm against bloat, not a target to approach: if it rings, find what grew and
     whether a notebook needs it; never fold lines to get under it."""
-    lines = {str(p.relative_to(HELPERS)): formatted_lines(p) for p in HELPER_FILES}
-    total = sum(lines.values())
-    assert total <= ALARM_LINES, (
-        f"helpers/ is {total} formatted lines (alarm {ALARM_LINES}): {lines}"
+    rang = alarm(HELPER_FILES)
+    assert rang is None, f"helpers/ is {rang}"
+
+
+def test_the_alarm_counts_every_file(tmp_path):
+    (tmp_path / "sub").mkdir()
+    for name in ("a.py", "sub/b.py"):
+        (tmp_path / name).write_text("".join(f"x{k} = {k}\n" for k in range(200)))
+    paths = helper_files(tmp_path)
+    assert alarm(paths, tmp_path, limit=400) is None
+    assert (
+        alarm(paths, tmp_path, limit=399)
+        == "400 formatted lines (alarm 399): {'a.py': 200, 'sub/b.py': 200}"
     )
