@@ -15,8 +15,8 @@ it); a new module joins a layer here.
    in Python: write, read and verify them, index them and read any record by its number,
    shuffle record numbers (``shuffle`` also hands its order to ``tf.data``), describe what the
    records hold; arrays as ``.npy`` bytes.
-3. VOC: ``voc``, ``voc_records``, ``detection``: a VOC2012 folder, its image/mask pairs and
-   boxes as records, and a split converted into shards.
+3. VOC: ``voc``, ``voc_records``: a VOC2012 folder, its image/mask pairs and boxes as
+   records, and a split converted into shards.
 4. tf.data readers: ``pipeline``, ``sequences``: datasets of cropped VOC batches and of windows
    of consecutive frames.
 5. Teaching aids: ``notebook``, ``plots``, ``memory``: a notebook's set-up, figures of images

@@ -22,7 +22,8 @@ def _as_mask(mask: ArrayLike) -> np.ndarray:
 
 def _overlay(image, mask, alpha: float = 0.55, void_alpha: float = 0.85) -> np.ndarray:
     """The photo, each pixel but background tinted by its class colour (void by ``void_alpha``)."""
-    image, mask = np.asarray(image), _as_mask(mask)
+    image = np.asarray(image)
+    mask = _as_mask(mask)
     if image.ndim != 3 or image.shape[-1] != 3 or image.dtype != np.uint8:
         raise ValueError(f"an image must be uint8 [H, W, 3], got {image.dtype} {image.shape}")
     if image.shape[:2] != mask.shape:
@@ -67,7 +68,9 @@ def show_batch(
 ) -> "Figure":
     """A grid of overlays of a batch (notebook 03). ValueError if the numbers of images, masks and
     titles (if any) differ or are 0, or for arrays of another dtype or shape."""
-    images, masks, titles = np.asarray(images), np.asarray(masks), list(titles or [])
+    images = np.asarray(images)
+    masks = np.asarray(masks)
+    titles = list(titles or [])
     if len(images) == 0 or len(masks) != len(images) or len(titles) not in (0, len(images)):
         counts = f"{len(images)}, {len(masks)} and {len(titles)}"
         raise ValueError(f"need as many masks (and titles) as images, at least one, got {counts}")
@@ -92,7 +95,8 @@ def show_pairs(
 ) -> "Figure":
     """A figure of each image above its mask, one column per pair (notebook 03). ValueError
     if the numbers of images, masks and titles (if any) differ or are 0, or a mask is bad."""
-    titles, masks = list(titles or []), [_as_mask(mask) for mask in masks]
+    titles = list(titles or [])
+    masks = [_as_mask(mask) for mask in masks]
     if len(images) == 0 or len(masks) != len(images) or len(titles) not in (0, len(images)):
         raise ValueError("need the same number (at least one) of images, masks and titles")
     figure, axes = _figure(2, len(images), size, size - 0.15, np.concatenate(masks, axis=None))
