@@ -91,7 +91,6 @@ def show_pairs(
     images: Sequence[ArrayLike],
     masks: Sequence[ArrayLike],
     titles: Sequence[str] | None = None,
-    size: float = 3.0,
 ) -> "Figure":
     """A figure of each image above its mask, one column per pair (notebook 03). ValueError
     if the numbers of images, masks and titles (if any) differ or are 0, or a mask is bad."""
@@ -99,6 +98,7 @@ def show_pairs(
     masks = [_as_mask(mask) for mask in masks]
     if len(images) == 0 or len(masks) != len(images) or len(titles) not in (0, len(images)):
         raise ValueError("need the same number (at least one) of images, masks and titles")
+    size = 3.0  # inches per pair, and a little less in height
     figure, axes = _figure(2, len(images), size, size - 0.15, np.concatenate(masks, axis=None))
     for k, (image, mask) in enumerate(zip(images, masks, strict=True)):
         axes[0, k].imshow(np.asarray(image))
