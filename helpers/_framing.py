@@ -83,6 +83,16 @@ def check_header(
     return length
 
 
+def unframe_header(header: bytes, limit: int | None) -> int | None:
+    """The payload length ``header`` announces if it is what :func:`header_of` makes of that
+    length and no more than ``limit``, else None (then :func:`check_header` says why)."""
+    if len(header) != HEADER_SIZE:
+        return None
+    length = LENGTH.unpack_from(header)[0]
+    within = limit is None or length <= limit
+    return length if within and header == header_of(length) else None
+
+
 def check_size(size: int, length: int, path: PathLike, index: int, offset: int) -> None:
     """RecordError unless the ``size`` bytes after a header hold its payload and footer."""
     if size < length:
@@ -103,9 +113,10 @@ def check_crc(masked: int, footer: bytes, path: PathLike, index: int, offset: in
 def check_payload(body: bytes, length: int, path: PathLike, index: int, offset: int) -> bytes:
     """Check a record's payload and its 4-byte CRC in ``body``; return the payload. RecordError
     if ``body`` is cut short or the payload CRC does not match."""
+    payload = body[:length]  # sliced once: a slice of a large payload is a copy
     check_size(len(body), length, path, index, offset)
-    check_crc(masked_crc32c(body[:length]), body[length:], path, index, offset)
-    return body[:length]
+    check_crc(masked_crc32c(payload), body[length:], path, index, offset)
+    return payload
 
 
 def unframe(data: bytes, start: int, end: int) -> bytes | None:

@@ -170,21 +170,36 @@ def _streamed(stream: BinaryIO, length: int, path: Path, index: int, offset: int
     framing.check_crc(framing.mask(crc), footer, path, index, offset)
 
 
-def _records(path: Path, compression: str | None, limit: int | None) -> Iterator[tuple]:
-    """``(offset, payload)`` of every checked record; ``limit=None`` (verify): payloads not held."""
+def _held(stream: BinaryIO, length: int, path: Path, index: int, offset: int) -> bytes:
+    """:func:`check_payload` for a payload read whole, then its footer, each by itself: slicing
+    them out of one body would copy every payload again."""
+    payload = stream.read(length)
+    footer = stream.read(framing.FOOTER_SIZE)
+    if footer != framing.CRC.pack(masked_crc32c(payload)):  # as frame() makes it; else say why
+        framing.check_size(len(payload) + len(footer), length, path, index, offset)
+        framing.check_crc(masked_crc32c(payload), footer, path, index, offset)
+    return payload
+
+
+def _records(
+    path: Path, compression: str | None, limit: int | None, offsets: bool = False
+) -> Iterator[bytes] | Iterator[tuple[int, bytes]]:
+    """Every checked record's payload (``offsets``: ``(offset, payload)``); ``limit=None``
+    (verify): payloads not held, ``None`` given for each."""
     index = offset = 0
     file = open(path, "rb", buffering=0)
     raw = _Inflater(file, compression) if compression else file
+    read = _streamed if limit is None else _held
     try:
         with file, io.BufferedReader(raw, framing.CHUNK) as stream:
             while header := stream.read(framing.HEADER_SIZE):
-                length = check_header(header, path, index, offset, limit)
-                if limit is None:  # verify: nothing held
-                    yield offset, _streamed(stream, length, path, index, offset)
-                else:
-                    body = stream.read(length + framing.FOOTER_SIZE)
-                    yield offset, check_payload(body, length, path, index, offset)
-                index, offset = index + 1, offset + framing.FRAME_SIZE + length
+                length = framing.unframe_header(header, limit)
+                if length is None:  # the check says why
+                    length = check_header(header, path, index, offset, limit)
+                payload = read(stream, length, path, index, offset)
+                yield (offset, payload) if offsets else payload
+                index += 1
+                offset += framing.FRAME_SIZE + length
     except (zlib.error, EOFError) as error:
         reason = f"{compression} stream is damaged or not {compression} ({error})"
         raise RecordError(path, index, offset, reason) from error
@@ -203,8 +218,7 @@ def iter_records(
     ``compression``, FileNotFoundError if there is no file."""
     limit = framing.MAX_RECORD_BYTES if max_record_bytes is None else max_record_bytes
     limit = check_int(limit, "max_record_bytes", minimum=0)
-    records = _records(Path(path), check_compression(compression), limit)
-    return records if offsets else (payload for _, payload in records)
+    return _records(Path(path), check_compression(compression), limit, offsets)
 
 
 def verify(path: PathLike, compression: str | None = None) -> int:
