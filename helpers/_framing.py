@@ -11,7 +11,7 @@ import google_crc32c
 import numpy as np
 
 from helpers._checks import PathLike
-from helpers._magic import MAGIC
+from helpers._magic import MAGIC, looks_like_zlib
 
 LENGTH, CRC = struct.Struct("<Q"), struct.Struct("<I")  # the payload length; a masked CRC32C
 HEADER = struct.Struct("<QI")  # the length, then the masked CRC32C of its 8 bytes
@@ -151,3 +151,24 @@ def bad_headers(headers: np.ndarray) -> np.ndarray:
     distinct, which = np.unique(headers["length"], return_inverse=True)
     crcs = np.array([masked_crc32c(LENGTH.pack(n)) for n in distinct.tolist()], np.uint32)
     return crcs[which.reshape(-1)] != headers["crc"]
+
+
+def detect_compression(path: PathLike) -> str | None:
+    """How a record file is stored, told by its first bytes (notebook 06, "Recognise the three
+    kinds of file"): ``None`` for a valid first header or an empty file, else ``"GZIP"`` for the
+    GZIP magic, ``"ZLIB"`` for a zlib header. If none fits, the RecordError of
+    :func:`check_header` (record 0, byte 0), as a plain file's reader says it;
+    FileNotFoundError if there is no file."""
+    with open(path, "rb") as stream:
+        start = stream.read(HEADER_SIZE)
+    if not start:
+        return None
+    try:
+        check_header(start, path, 0, 0)
+    except RecordError:
+        if start.startswith(MAGIC["GZIP"]):
+            return "GZIP"
+        if looks_like_zlib(start):
+            return "ZLIB"
+        raise  # a damaged or foreign file: the framing's reason, not a guess
+    return None

@@ -2,7 +2,6 @@
 as TensorFlow writes them (notebooks 02 and 06), with the record check of ``helpers._framing``.
 """
 
-import contextlib
 import io
 import os
 import zlib
@@ -15,8 +14,13 @@ import google_crc32c
 import helpers._framing as framing
 from helpers._checks import PathLike, check_compression, check_int
 from helpers._commit import commit, prepare, shard_paths, staged_index, temp_path
-from helpers._framing import RecordError, check_header, check_payload, masked_crc32c  # noqa: F401
-from helpers._magic import MAGIC, looks_like_zlib
+from helpers._framing import (
+    RecordError,
+    check_header,
+    check_payload,  # noqa: F401 (notebook 06 calls it from here)
+    detect_compression,  # noqa: F401 (notebooks 03 and 06 call it from here)
+    masked_crc32c,
+)
 
 _WBITS = {"GZIP": 31, "ZLIB": 15}  # zlib's wbits; TensorFlow uses memLevel 9 for both
 
@@ -225,21 +229,3 @@ def verify(path: PathLike, compression: str | None = None) -> int:
     """Check every record of a TFRecord file, streaming (small memory); return how many. Raises as
     :func:`iter_records`: RecordError at the first damaged record (file, index, byte offset)."""
     return sum(1 for _ in _records(Path(path), check_compression(compression), None))
-
-
-def detect_compression(path: PathLike) -> str | None:
-    """How a record file is stored, told by its first bytes (notebook 06): ``None`` for a valid
-    first header or an empty file, else ``"GZIP"`` for the GZIP magic, ``"ZLIB"`` for a zlib
-    header. RecordError (record 0, byte 0) if none fits; FileNotFoundError if there is no file."""
-    with open(path, "rb") as stream:
-        start = stream.read(framing.HEADER_SIZE)
-    if not start:
-        return None
-    with contextlib.suppress(RecordError):
-        check_header(start, path, 0, 0)
-        return None
-    if start.startswith(MAGIC["GZIP"]):
-        return "GZIP"
-    if looks_like_zlib(start):
-        return "ZLIB"
-    raise RecordError(path, 0, 0, "neither a TFRecord file nor a GZIP- or ZLIB-compressed one")

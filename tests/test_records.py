@@ -601,7 +601,7 @@ def test_detect_compression(tmp_path):
     assert found == [None, "GZIP", "ZLIB", None]
     junk = tmp_path / "junk.tfrecord"
     junk.write_bytes(b"not a record file at all")
-    with pytest.raises(RecordError, match="junk.tfrecord: record 0 at byte 0: neither a TFRecord"):
+    with pytest.raises(RecordError, match="junk.tfrecord: record 0 at byte 0: length CRC mismatch"):
         detect_compression(junk)
 
 
