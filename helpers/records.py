@@ -2,6 +2,7 @@
 as TensorFlow writes them (notebooks 02 and 06), with the record check of ``helpers._framing``.
 """
 
+import contextlib
 import io
 import os
 import zlib
@@ -13,7 +14,7 @@ import google_crc32c
 
 import helpers._framing as framing
 from helpers._checks import PathLike, check_compression, check_int
-from helpers._commit import commit, prepare, shard_paths, staged_index, temp_path
+from helpers._commit import committing, shard_paths, staged_index, temp_path
 from helpers._framing import (
     RecordError,
     check_header,
@@ -25,17 +26,22 @@ from helpers._framing import (
 _WBITS = {"GZIP": 31, "ZLIB": 15}  # zlib's wbits; TensorFlow uses memLevel 9 for both
 
 
-class _RecordFile:
+class _RecordFile(contextlib.AbstractContextManager):
     """One output file: framed records, gathered and written a mebibyte at a time to a
-    temporary file, which :func:`helpers._commit.commit` renames over ``path``."""
+    temporary file, put on ``pairs`` (:func:`helpers._commit.committing`'s list) as it opens."""
 
-    def __init__(self, path: Path, compression: str | None, index: bool = False) -> None:
-        self.path, self.count, self.temp = path, 0, temp_path(path)
+    def __init__(
+        self, path: Path, compression: str | None, index: bool, pairs: list[tuple[Path, Path]]
+    ) -> None:
+        self.path = path
+        self.temp = temp_path(path)
+        self.count = 0
         self.sizes: list[int] | None = [] if index else None  # of each record, for the index
-        self.pairs = [(self.temp, path)]  # temporary and final names, to commit
+        self.pairs = pairs
         self.parts: list[bytes] = []  # framed records not yet written
         self.held = 0  # their payloads' bytes
         self.file = open(self.temp, "xb")  # buffered: a write writes all it is given
+        pairs.append((self.temp, path))
         wbits = _WBITS.get(compression)
         self.deflate = zlib.compressobj(6, zlib.DEFLATED, wbits, 9) if wbits else None
 
@@ -51,7 +57,8 @@ class _RecordFile:
     def flush(self) -> None:
         data = b"".join(self.parts)
         self.file.write(self.deflate.compress(data) if self.deflate else data)
-        self.parts, self.held = [], 0
+        self.parts = []
+        self.held = 0
 
     def finish(self) -> None:
         """Write what is left, sync the file: the data is on disk before a name points at it."""
@@ -64,10 +71,17 @@ class _RecordFile:
         if self.sizes is not None:  # the binary index names the file as its temporary name has it
             self.pairs += staged_index(self.path, self.sizes, os.stat(self.temp))
 
-    def discard(self) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.file.close()
-        for temp, _ in self.pairs:
-            temp.unlink(missing_ok=True)
+
+
+def _as_bytes(payload: object, number: int, target: Path) -> bytes:
+    """A bytearray or memoryview ``payload`` as bytes (google_crc32c takes bytes only); else
+    TypeError naming record ``number`` and the file it was for."""
+    if not isinstance(payload, (bytearray, memoryview)):
+        kind = type(payload).__name__
+        raise TypeError(f"record {number} for {target} is {kind}, expected bytes")
+    return bytes(payload)
 
 
 def _write_all(
@@ -79,24 +93,14 @@ def _write_all(
 ) -> list[int]:
     """Deal ``payloads`` round-robin over ``paths``, committed together (with their ``.index``
     files if ``index``); a failure before the commit leaves the old files, no temporary file."""
-    prepare(paths, overwrite)
-    files: list[_RecordFile] = []
-    try:
-        files.extend(_RecordFile(path, compression, index) for path in paths)
+    with committing(paths, overwrite) as pairs, contextlib.ExitStack() as opened:
+        files = [opened.enter_context(_RecordFile(p, compression, index, pairs)) for p in paths]
         for number, payload in enumerate(payloads):
-            if not isinstance(payload, bytes):  # google_crc32c takes bytes only
-                if not isinstance(payload, (bytearray, memoryview)):
-                    kind, target = type(payload).__name__, paths[number % len(paths)]
-                    raise TypeError(f"record {number} for {target} is {kind}, expected bytes")
-                payload = bytes(payload)
+            if not isinstance(payload, bytes):  # checked first: the common case pays only this
+                payload = _as_bytes(payload, number, paths[number % len(paths)])
             files[number % len(files)].write(payload)
         for file in files:
             file.finish()
-    except BaseException:
-        for file in files:
-            file.discard()
-        raise
-    commit([pair for file in files for pair in file.pairs], overwrite)
     return [file.count for file in files]
 
 
