@@ -19,7 +19,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from helpers import voc
-from helpers._commit import commit, output_folder, prepare, shard_paths, staged_index, temp_path
+from helpers._commit import committing, output_folder, shard_paths, staged_index, temp_path
 from helpers._examples import check_task
 from helpers._tensorflow import QUIET_ENVIRONMENT
 from helpers.index import build_index
@@ -92,10 +92,10 @@ def convert_with_beam(
     paths = shard_paths(out_prefix, args.num_shards, args.compression, args.index)  # checks them
     if isinstance(beam_options, str) or not all(isinstance(o, str) for o in beam_options):
         raise TypeError(f"beam_options must be a list of strings, got {beam_options!r}")
-    with output_folder(out_prefix):
-        prepare(paths, args.overwrite)  # the local engine's checks, before Beam starts
-        ids = split_order(voc_root, split, args.task, args.shuffle_seed)
-        temps = [temp_path(p.absolute(), "beam") for p in paths]
+    with output_folder(out_prefix), committing(paths, args.overwrite) as pairs:
+        ids = split_order(voc_root, split, args.task, args.shuffle_seed)  # before Beam starts
+        temps = [temp_path(p.absolute(), "beam") for p in paths]  # a worker may run elsewhere
+        pairs += zip(temps, paths, strict=True)
         payload = [str(voc_root), args.task, args.encoding, args.num_shards]  # _keyed_payload's
         job = {
             "options": list(beam_options),
@@ -105,19 +105,12 @@ def convert_with_beam(
             "temps": [str(t) for t in temps],
             "compression": args.compression,
         }
-        pairs = list(zip(temps, paths, strict=True))
-        try:
-            _run_in_child(job, verbose, timeout)
-            for temp in temps[len(ids) :]:  # shards that receive no record: valid empty files
-                write_records(temp, [], args.compression)
-            if args.index:  # each shard's two indexes, from one walk over its headers
-                for temp, path in zip(temps, paths, strict=True):
-                    pairs += staged_index(path, np.diff(build_index(temp)), os.stat(temp))
-            commit(pairs, args.overwrite)
-        finally:
-            for temp, _ in pairs:  # and the temporary files of a worker's write_records
-                for leftover in temp.parent.glob(f"*{temp.name}*"):
-                    leftover.unlink(missing_ok=True)
+        _run_in_child(job, verbose, timeout)
+        for temp in temps[len(ids) :]:  # shards that receive no record: valid empty files
+            write_records(temp, [], args.compression)
+        if args.index:  # each shard's two indexes, from one walk over its headers
+            for temp, path in zip(temps, paths, strict=True):
+                pairs += staged_index(path, np.diff(build_index(temp)), os.stat(temp))
     return paths
 
 

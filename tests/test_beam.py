@@ -3,7 +3,8 @@
 Beam takes seconds to start, so four pipelines run in all: the command line on raw records
 (seeded, 3 GZIP shards, default workers), the function on encoded records (split order, 1 shard,
 one worker; both module-scoped fixtures), a split with a truncated JPEG, and more shards than
-records with index files. Everything goes through the public API.
+records with index files. Everything goes through the public API, but for the clean-up tests,
+which put a stand-in where the pipeline's process runs.
 """
 
 import os
@@ -20,7 +21,7 @@ from lock_imports import require
 from helpers import beam, voc, voc_records
 from helpers.cli import main as cli
 from helpers.index import RecordView
-from helpers.records import iter_records
+from helpers.records import iter_records, write_records
 
 tf = require("tensorflow")
 require("apache_beam")
@@ -229,3 +230,45 @@ def test_a_pipeline_over_its_time_limit_is_stopped_with_its_workers(tmp_path, mo
     while running(worker) and time.monotonic() < deadline:  # SIGKILL lands asynchronously
         time.sleep(0.05)
     assert not running(worker)
+
+
+def stand_in_pipeline(fails: bool):
+    """Instead of Beam's process: each shard's temporary file written as a worker writes it
+    (write_records), and beside the first the temporary file of a worker killed during its
+    write; then a failure, or the end."""
+
+    def run(job: dict, verbose: bool, timeout: float | None) -> None:
+        temps = [Path(temp) for temp in job["temps"]]
+        for temp in temps:
+            write_records(temp, [temp.name.encode()], job["compression"])
+        temps[0].with_name(f".{temps[0].name}.4194304-0123abcd.tmp").write_bytes(b"half")
+        if fails:
+            raise RuntimeError("a worker failed")
+
+    return run
+
+
+def test_a_failed_pipeline_leaves_no_temporary_file_whatever_the_prefix_holds(
+    tmp_path, monkeypatch
+):
+    """A ``[`` in the prefix is no pattern: the shards' temporary files and a killed worker's
+    are removed, and the folder made for them."""
+    monkeypatch.setattr(beam, "_run_in_child", stand_in_pipeline(fails=True))
+    out = tmp_path / "out[1]"
+    with pytest.raises(RuntimeError, match="a worker failed"):
+        beam.convert_with_beam(voc.sample_root(), "val", out / "x[ab]*", num_shards=2)
+    assert not out.exists()
+
+
+def test_a_committed_pipeline_leaves_only_its_shards_and_indexes(tmp_path, monkeypatch):
+    monkeypatch.setattr(beam, "_run_in_child", stand_in_pipeline(fails=False))
+    prefix = tmp_path / "x[ab]?"
+    paths = beam.convert_with_beam(voc.sample_root(), "val", prefix, num_shards=2, index=True)
+    assert [p.name for p in paths] == [
+        "x[ab]?-00000-of-00002.tfrecord",
+        "x[ab]?-00001-of-00002.tfrecord",
+    ]
+    with RecordView(paths) as view:
+        assert len(view) == 2 and view[1].startswith(b".x[ab]?-00001-of-00002.tfrecord.")
+    names = [p.name + end for p in paths for end in ("", ".index", ".index.npy")]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(names)
