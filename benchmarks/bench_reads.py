@@ -2,7 +2,8 @@
 [--against REV]`, default e9f0c4a): a restructuring shows what it costs before it lands.
 
 Both versions of ``helpers`` live in this one process. The older one is extracted with ``git
-archive REV helpers | tar -x``, imported first from there (its folder first on ``sys.path``)
+archive REV helpers | tar -x`` into a temporary folder outside the checkout (the design tests
+read every Python file of it), imported first from there (that folder first on ``sys.path``)
 and its ``iter_records`` and ``RecordView`` kept; then every ``helpers`` module is forgotten,
 ``sys.path`` restored, and the working tree's ``helpers`` imported. Both read the same files,
 written once by the working tree's writer: the page cache is warm (the files were just written
@@ -27,6 +28,7 @@ from __future__ import annotations
 import argparse
 import subprocess
 import sys
+import tempfile
 from functools import partial
 from pathlib import Path
 from types import SimpleNamespace
@@ -38,9 +40,13 @@ from benchmarks._common import EXTRA, compare, work_dir
 ROOT = Path(__file__).resolve().parents[1]
 AGAINST = "e9f0c4a"  # issue 43's reference: the last commit before the read paths were moved
 RUNS = 7
-SMALL_SIZE, SMALL_COUNT = 800, 70_000
-LARGE_SIZE, LARGE_COUNT = 384 * 384 * 4, 800  # a 384x384 RGB image and its mask, raw: ~590 KB
-SHARDS, BATCH, SEED = 3, 256, 0
+SMALL_SIZE = 800  # bytes of a small record's payload
+SMALL_COUNT = 70_000  # small records in a file, and in the view's shards together
+LARGE_SIZE = 384 * 384 * 4  # a 384x384 RGB image and its mask, raw: ~590 KB
+LARGE_COUNT = 800
+SHARDS = 3
+BATCH = 256  # record numbers per batch of the view
+SEED = 0
 
 
 def resolve(rev: str) -> str:
@@ -117,13 +123,19 @@ def read_batches(read, batches: list[list[int]]) -> int:
 
 
 def main(against: str = AGAINST) -> None:
+    """Compare the read paths of commit ``against`` (the baseline) with the working tree's."""
     commit = resolve(against)
-    folder = work_dir("reads")
-    older = older_helpers(commit, folder / f"helpers-{commit[:12]}")
+    with tempfile.TemporaryDirectory(prefix=f"helpers-{commit[:12]}-") as extracted:
+        older = older_helpers(commit, Path(extracted))
+        compare_reads(older, against, commit)
+
+
+def compare_reads(older: SimpleNamespace, against: str, commit: str) -> None:
+    """The comparisons, ``older`` (:func:`older_helpers`) the baseline, on files written now."""
     from helpers.index import RecordView
     from helpers.records import iter_records
 
-    files = write_files(folder)
+    files = write_files(work_dir("reads"))
     order = np.random.default_rng(SEED).permutation(SMALL_COUNT)
     batches = [order[i : i + BATCH].tolist() for i in range(0, SMALL_COUNT, BATCH)]
     conditions = {
