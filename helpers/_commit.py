@@ -33,7 +33,8 @@ def shard_paths(
     """``<prefix>-00000-of-00004.tfrecord`` (``.tfrecord.gz`` for GZIP, ``.zz`` for ZLIB);
     TypeError or ValueError for a bad ``num_shards`` or ``compression``, or with ``index``."""
     num_shards = check_int(num_shards, "num_shards", minimum=1)
-    prefix, suffix = Path(prefix), SUFFIX[check_compression(compression)]
+    prefix = Path(prefix)
+    suffix = SUFFIX[check_compression(compression)]
     if index and compression:
         raise ValueError(f"index=True needs plain files: a {compression} file cannot be indexed")
     names = (f"{prefix.name}-{i:05d}-of-{num_shards:05d}{suffix}" for i in range(num_shards))
@@ -172,7 +173,8 @@ def commit(pairs: list[tuple[Path, Path]], overwrite: bool) -> None:
     (of two writers the last wins, whole). FileExistsError if a path appeared since
     :func:`prepare`, unless ``overwrite``. Afterwards the temporary files are gone; if a rename
     fails, its error is raised and the renames before it stay."""
-    folder, first = pairs[0][1].parent, pairs[0][1]
+    first = pairs[0][1]
+    folder = first.parent
     journal = folder / f".{first.name}.{os.getpid()}.commit"
     try:
         with _locked(folder) as fd:

@@ -13,9 +13,11 @@ import numpy as np
 from helpers._checks import PathLike
 from helpers._magic import MAGIC, looks_like_zlib
 
-LENGTH, CRC = struct.Struct("<Q"), struct.Struct("<I")  # the payload length; a masked CRC32C
+LENGTH = struct.Struct("<Q")  # the payload length
+CRC = struct.Struct("<I")  # a masked CRC32C
 HEADER = struct.Struct("<QI")  # the length, then the masked CRC32C of its 8 bytes
-HEADER_SIZE, FOOTER_SIZE = HEADER.size, CRC.size  # 12 and 4
+HEADER_SIZE = HEADER.size  # 12
+FOOTER_SIZE = CRC.size  # 4
 FRAME_SIZE = HEADER_SIZE + FOOTER_SIZE  # the bytes a record adds to its payload
 HEADER_DTYPE = np.dtype([("length", "<u8"), ("crc", "<u4")])  # packed: HEADER, as NumPy reads it
 MASK_DELTA = 0xA282EAD8
@@ -30,7 +32,10 @@ class RecordError(ValueError):
     stream), and the ``reason``."""
 
     def __init__(self, path: PathLike, index: int, offset: int, reason: str) -> None:
-        self.path, self.index, self.offset, self.reason = str(path), index, offset, reason
+        self.path = str(path)
+        self.index = index
+        self.offset = offset
+        self.reason = reason
         super().__init__(f"{self.path}: record {index} at byte {offset}: {reason}")
 
     def __reduce__(self) -> tuple:  # keep the four fields when pickled (by multiprocessing)
@@ -132,7 +137,8 @@ def unframe_many(data: bytes, starts: np.ndarray, ends: np.ndarray) -> tuple[lis
     """:func:`unframe` for the records of ``data`` from ``starts`` to ``ends``, with NumPy: their
     payloads, and a mask of those that fail the comparisons (then the check says why)."""
     every_crc = np.ndarray(len(data) - FOOTER_SIZE + 1, "<u4", data, 0, (1,))  # at each byte
-    headers, footers = headers_at(data, starts), every_crc[ends - FOOTER_SIZE]
+    headers = headers_at(data, starts)
+    footers = every_crc[ends - FOOTER_SIZE]
     where = zip((starts + HEADER_SIZE).tolist(), (ends - FOOTER_SIZE).tolist(), strict=True)
     payloads = [data[first:last] for first, last in where]
     crcs = mask(np.fromiter(map(google_crc32c.value, payloads), np.int64, len(payloads)))

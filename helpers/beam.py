@@ -141,7 +141,8 @@ def _run_in_child(job: dict, verbose: bool, timeout: float | None = None) -> Non
     try:
         kind, message = json.loads(out.strip().splitlines()[-1])
     except (ValueError, IndexError):
-        kind, message = "", f"the Beam pipeline's process ended with status {child.returncode}"
+        kind = ""
+        message = f"the Beam pipeline's process ended with status {child.returncode}"
     error = voc.VOCError if kind == "VOCError" else getattr(builtins, kind, RuntimeError)
     if not (isinstance(error, type) and issubclass(error, (OSError, ValueError, TypeError))):
         error = RuntimeError  # Beam's own failure; verbose=True shows its log

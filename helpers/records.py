@@ -167,12 +167,14 @@ class _Inflater(io.RawIOBase):
 
 def _streamed(stream: BinaryIO, length: int, path: Path, index: int, offset: int) -> None:
     """:func:`check_payload` for a payload read piece by piece, never held whole."""
-    crc, size = google_crc32c.value(b""), 0
+    crc = google_crc32c.value(b"")
+    size = 0
     while size < length:
         piece = stream.read(min(length - size, framing.CHUNK))
         if not piece:
             break
-        crc, size = google_crc32c.extend(crc, piece), size + len(piece)
+        crc = google_crc32c.extend(crc, piece)
+        size += len(piece)
     footer = stream.read(framing.FOOTER_SIZE) if size == length else b""
     framing.check_size(size + len(footer), length, path, index, offset)
     framing.check_crc(framing.mask(crc), footer, path, index, offset)

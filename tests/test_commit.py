@@ -163,7 +163,8 @@ def test_a_whole_journal_is_finished_by_the_next_prepare(tmp_path):
 def logged_commit(pairs, monkeypatch) -> list[str]:
     """The fsyncs and renames, in order, of ``commit(pairs, overwrite=False)``."""
     log = []
-    real_fsync, real_replace = _commit.os.fsync, _commit.os.replace
+    real_fsync = _commit.os.fsync
+    real_replace = _commit.os.replace
 
     def fsync(fd):
         log.append("fsync")

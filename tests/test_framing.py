@@ -52,7 +52,8 @@ def test_good_records_pass_every_form_of_the_check():
 )
 def test_a_flipped_byte_fails_every_form_of_the_check(at, reason):
     data, starts, ends = framed(PAYLOADS)
-    start, end = int(starts[2]), int(ends[2])  # b"hello"
+    start = int(starts[2])  # b"hello"
+    end = int(ends[2])
     broken = bytearray(data)
     broken[(start if at >= 0 else end) + at] ^= 0xFF
     broken = bytes(broken)
