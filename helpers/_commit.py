@@ -1,4 +1,5 @@
-"""Output files: their names, and a commit that puts them in place whole and all together.
+"""Output files: their names, and a commit that puts them in place whole and all together
+(notebook 02, "Make it sturdy" shows what a writer without one leaves behind).
 
 Each file is written and synced under a hidden temporary name carrying the writer's process
 id; :func:`commit` renames them under the folder's lock, after a synced journal of the renames

@@ -1,7 +1,10 @@
-"""How a TFRecord file frames each record (:data:`HEADER`, the payload, its masked CRC32C), and
-the one check of a record: :func:`check_header` and :func:`check_payload`, with a reason for
-each kind of damage. :func:`unframe` and :func:`unframe_many` (NumPy) are its fast forms for
-memory-mapped files: the same comparisons; a record that fails them goes to the check.
+"""How a TFRecord file frames each record (:data:`HEADER`, the payload, its masked CRC32C;
+notebook 06, "Take one record apart"), and the one check of a record: :func:`check_header` and
+:func:`check_payload`, with a reason for each kind of damage (notebook 06, "Check a record as
+every reader does"). :func:`unframe_header` (a stream's header), :func:`unframe` and
+:func:`unframe_many` (NumPy: read or mapped bytes) are its fast forms: the same comparisons,
+with the bytes :func:`frame` makes; a record that fails them goes to the check, which says why.
+:func:`detect_compression` tells plain files from compressed ones by their first bytes.
 """
 
 import functools
@@ -29,7 +32,8 @@ BINARY_SUFFIX = ".index.npy"  # next to it: int64 size, mtime_ns, then the n + 1
 
 class RecordError(ValueError):
     """A damaged TFRecord file: ``path``, record ``index``, header ``offset`` (uncompressed
-    stream), and the ``reason``."""
+    stream), and the ``reason`` (notebook 02, "Read a parse error"; the four attributes:
+    notebook 06, "Damage a file on purpose")."""
 
     def __init__(self, path: PathLike, index: int, offset: int, reason: str) -> None:
         self.path = str(path)
@@ -43,13 +47,17 @@ class RecordError(ValueError):
 
 
 def mask(crc: int | np.ndarray) -> int | np.ndarray:
-    """A CRC32C rotated right by 15 bits and offset, as TFRecord stores it (ints or arrays)."""
-    return (((crc >> 15) | (crc << 17)) + MASK_DELTA) & 0xFFFFFFFF
+    """:func:`masked_crc32c`'s rotation and offset of a CRC32C already computed: one extended
+    piece by piece, or an array of them (int64: the shift stays in range)."""
+    return (((crc >> 15) | (crc << 17)) + MASK_DELTA) % 2**32
 
 
 def masked_crc32c(data: bytes) -> int:
-    """CRC32C of ``data``, rotated and offset as TFRecord stores it."""
-    return mask(google_crc32c.value(bytes(data)))
+    """CRC32C of ``data`` (bytes; TypeError for another type), rotated and offset as TFRecord
+    stores it: notebook 06's ``masked_crc`` (notebook 06, "Take one record apart")."""
+    # CRC32C rotated right by 15 bits, plus 0xa282ead8, modulo 2**32
+    crc = google_crc32c.value(data)
+    return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) % 2**32
 
 
 @functools.lru_cache(maxsize=1024)
@@ -60,16 +68,18 @@ def header_of(length: int) -> bytes:
 
 
 def frame(payload: bytes) -> tuple[bytes, bytes, bytes]:
-    """The record that holds ``payload`` (bytes), in three parts: header, payload, footer."""
+    """The record that holds ``payload`` (bytes), in three parts: header, payload, footer (as
+    notebook 06, "Take one record apart" frames one by hand with ``struct``)."""
     return header_of(len(payload)), payload, CRC.pack(masked_crc32c(payload))
 
 
 def check_header(
     header: bytes, path: PathLike, index: int, offset: int, limit: int | None = None
 ) -> int:
-    """Check one 12-byte record header; return the payload length it announces. RecordError if
-    the header is cut short, its length CRC does not match, or the length is over ``limit``
-    (bytes a reader would hold; ``None``: no limit)."""
+    """Check one 12-byte record header; return the payload length it announces (notebook 06,
+    "Check a record as every reader does"). RecordError if the header is cut short, its length
+    CRC does not match, or the length is over ``limit`` (bytes a reader would hold; ``None``: no
+    limit)."""
     if len(header) < HEADER_SIZE:
         hint = " (or this is not a TFRecord file)" if index == 0 else ""
         reason = f"file ends inside a record header ({len(header)} of 12 bytes){hint}"
@@ -116,8 +126,9 @@ def check_crc(masked: int, footer: bytes, path: PathLike, index: int, offset: in
 
 
 def check_payload(body: bytes, length: int, path: PathLike, index: int, offset: int) -> bytes:
-    """Check a record's payload and its 4-byte CRC in ``body``; return the payload. RecordError
-    if ``body`` is cut short or the payload CRC does not match."""
+    """Check a record's payload and its 4-byte CRC in ``body``; return the payload (notebook 06,
+    "Check a record as every reader does"). RecordError if ``body`` is cut short or the payload
+    CRC does not match."""
     payload = body[:length]  # sliced once: a slice of a large payload is a copy
     check_size(len(body), length, path, index, offset)
     check_crc(masked_crc32c(payload), body[length:], path, index, offset)

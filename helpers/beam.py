@@ -1,6 +1,8 @@
 """The Beam engine of ``convert-voc``: the local engine's shard files, written by Apache Beam.
 
-Notebook 08 shows them byte-identical to :func:`helpers.voc_records.convert_split`'s."""
+Notebook 08 shows them byte-identical to :func:`helpers.voc_records.convert_split`'s
+(notebook 08, "Keep the order: --engine beam"), and why the pipeline runs in a process of its
+own (notebook 08, "Run Beam in a process of its own")."""
 
 import builtins
 import contextlib
@@ -79,11 +81,12 @@ def convert_with_beam(
     **options: object,
 ) -> list[Path]:
     """Write :func:`helpers.voc_records.convert_split`'s shards with the same ``options``, byte
-    for byte, by an Apache Beam pipeline in a process of its own (notebook 08; ``convert-voc
-    --engine beam``); return their paths. FnApiRunner, a worker per core, unless ``beam_options``
-    say otherwise (``["--runner=FlinkRunner", ...]``); every worker must see the folders. Raises
-    as ``convert_split`` (all but a bad pair's errors before Beam starts), ValueError for a bad
-    Beam option, RuntimeError if the pipeline fails (``verbose``: Beam's log), TimeoutError."""
+    for byte, by an Apache Beam pipeline in a process of its own (notebook 08, "Keep the order";
+    ``convert-voc --engine beam``); return their paths. FnApiRunner, a worker per core, unless
+    ``beam_options`` say otherwise (``["--runner=FlinkRunner", ...]``); every worker must see
+    the folders. Raises as ``convert_split`` (all but a bad pair's errors before Beam starts),
+    ValueError for a bad Beam option, RuntimeError if the pipeline fails (``verbose``: Beam's
+    log), TimeoutError."""
     signature = inspect.signature(convert_split)  # its options and defaults: one list of them
     bound = signature.bind(voc_root, split, out_prefix, progress=False, **options)  # TypeError
     bound.apply_defaults()

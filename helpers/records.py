@@ -1,5 +1,6 @@
 """TFRecord files in pure Python: write, read and verify them, plain, ``"GZIP"`` or ``"ZLIB"``
-as TensorFlow writes them (notebooks 02 and 06), with the record check of ``helpers._framing``.
+as TensorFlow writes them (notebook 02, "Compress the files: GZIP and ZLIB"; notebook 06, "Check
+a record as every reader does"), with the record check of ``helpers._framing``.
 """
 
 import contextlib
@@ -112,11 +113,12 @@ def write_records(
 ) -> int:
     """Write ``payloads`` as TFRecord records to ``path``; return how many were written.
 
-    ``tf.io.TFRecordWriter``, made sturdy (notebooks 04, 05, 06): the file appears only when
-    complete (temporary file, fsync, rename); an existing one is replaced only if ``overwrite``.
-    Raises FileExistsError if ``path`` exists and not ``overwrite``, FileNotFoundError if its
-    folder does not exist, ValueError for an unknown ``compression``, TypeError for a non-bytes
-    payload.
+    ``tf.io.TFRecordWriter``, made sturdy (notebook 04, "Write 70,000 records sorted by label";
+    notebook 05 writes with it too, and notebook 06, "Check a record as every reader does" shows
+    its bytes are TensorFlow's): the file appears only when complete (temporary file, fsync,
+    rename); an existing one is replaced only if ``overwrite``. Raises FileExistsError if
+    ``path`` exists and not ``overwrite``, FileNotFoundError if its folder does not exist,
+    ValueError for an unknown ``compression``, TypeError for a non-bytes payload.
     """
     return _write_all([Path(path)], payloads, check_compression(compression), overwrite)[0]
 
@@ -132,9 +134,9 @@ def write_sharded(
     """Write ``payloads`` into ``num_shards`` TFRecord files; return their paths.
 
     Record ``i`` goes to shard ``i % num_shards`` (notebook 02, "Make it sturdy"); the shards,
-    and with ``index`` each one's ``.index`` (notebook 04), are committed together at the end
-    (``helpers._commit``). Raises FileExistsError if a shard exists and not ``overwrite``
-    (nothing is read); else as :func:`write_records`, or a bad ``num_shards``.
+    and with ``index`` each one's ``.index`` (notebook 04, "Index the files"), are committed
+    together at the end (``helpers._commit``). Raises FileExistsError if a shard exists and not
+    ``overwrite`` (nothing is read); else as :func:`write_records`, or a bad ``num_shards``.
     """
     paths = shard_paths(prefix, num_shards, compression, index)
     _write_all(paths, payloads, check_compression(compression), overwrite, index)
@@ -221,9 +223,10 @@ def iter_records(
     offsets: bool = False,
     max_record_bytes: int | None = None,
 ) -> Iterator[bytes] | Iterator[tuple[int, bytes]]:
-    """Yield the payload of every record, both CRCs checked (notebook 02, "Read the records in
-    plain Python"); with ``offsets=True``, ``(offset in the uncompressed stream, payload)``
-    (notebook 06). A record over ``max_record_bytes`` (default 256 MiB) is refused unread.
+    """Yield the payload of every record, both CRCs checked (notebook 06, "Check a record as
+    every reader does"); with ``offsets=True``, ``(offset in the uncompressed stream, payload)``
+    (notebook 06, "Damage a file on purpose"). A record over ``max_record_bytes`` (default 256
+    MiB) is refused unread.
     Raises RecordError at the first damaged or too long record, ValueError for an unknown
     ``compression``, FileNotFoundError if there is no file."""
     limit = framing.MAX_RECORD_BYTES if max_record_bytes is None else max_record_bytes
@@ -232,6 +235,7 @@ def iter_records(
 
 
 def verify(path: PathLike, compression: str | None = None) -> int:
-    """Check every record of a TFRecord file, streaming (small memory); return how many. Raises as
-    :func:`iter_records`: RecordError at the first damaged record (file, index, byte offset)."""
+    """Check every record of a TFRecord file, streaming (small memory); return how many (as
+    notebook 02, "Make it sturdy" does). Raises as :func:`iter_records`: RecordError at the
+    first damaged record (file, index, byte offset)."""
     return sum(1 for _ in _records(Path(path), check_compression(compression), None))

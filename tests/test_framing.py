@@ -13,6 +13,7 @@ from helpers._framing import (
     check_header,
     check_payload,
     frame,
+    mask,
     masked_crc32c,
     unframe,
     unframe_header,
@@ -84,3 +85,14 @@ def test_a_header_cut_short_or_over_the_limit_fails_the_fast_form_and_the_check_
     assert unframe_header(header, 4) is None
     with pytest.raises(RecordError, match="claims 5 bytes, more than max_record_bytes=4"):
         check_header(header, "f", 1, 0, 4)
+
+
+def test_masked_crc32c_takes_bytes_only_and_mask_agrees_with_it_on_ints_and_arrays():
+    """masked_crc32c is notebook 06's masked_crc; mask is its formula for CRCs computed apart."""
+    import google_crc32c
+
+    with pytest.raises(TypeError):
+        masked_crc32c(bytearray(b"hello"))
+    crcs = [google_crc32c.value(p) for p in PAYLOADS]
+    assert [mask(crc) for crc in crcs] == [masked_crc32c(p) for p in PAYLOADS]
+    assert mask(np.array(crcs, np.int64)).tolist() == [masked_crc32c(p) for p in PAYLOADS]
