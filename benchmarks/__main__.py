@@ -1,4 +1,5 @@
-"""Run the benchmarks: `python -m benchmarks [--reference] [NAME ...]` (default: all).
+"""Run the benchmarks: `python -m benchmarks [--reference] [--against REV] [NAME ...]` (default:
+all).
 
 Each `benchmarks/bench_<name>.py` has a `main()` that prints one line per
 comparison: the candidate's speed as a ratio of its baseline's (median and range),
@@ -9,7 +10,8 @@ runs can be compared. With ``--reference`` the same JSON also replaces the commi
 reference result `benchmarks/reference/<name>.json`, the one the README quotes
 (``benchmarks/reference.py`` prints its table; tests/test_benchmark_reference.py checks it).
 The benchmarks in OPT_IN run only when named (`make bench-scale` is `python -m benchmarks
-scale`: hours and 22 GB of disk).
+scale`: hours and 22 GB of disk). ``--against REV`` names the older commit whose read paths
+`bench_reads` compares with the working tree's (default e9f0c4a).
 """
 
 import importlib
@@ -90,6 +92,14 @@ def save(name: str, started: float, reference: bool = False) -> Path:
 def main(argv: list[str]) -> int:
     reference = "--reference" in argv
     argv = [a for a in argv if a != "--reference"]
+    options = {}  # keyword arguments of the benchmarks that take them
+    if "--against" in argv:
+        at = argv.index("--against")
+        if at + 1 == len(argv):
+            print("--against needs a commit (REV)")
+            return 2
+        options["reads"] = {"against": argv[at + 1]}
+        del argv[at : at + 2]
     available = sorted(
         m.name[len("bench_") :]
         for m in pkgutil.iter_modules([str(HERE)])
@@ -106,7 +116,7 @@ def main(argv: list[str]) -> int:
         _common.RESULTS.clear()
         _common.EXTRA.clear()
         started = time.time()
-        importlib.import_module(f"benchmarks.bench_{name}").main()
+        importlib.import_module(f"benchmarks.bench_{name}").main(**options.get(name, {}))
         print(f"results: {save(name, started, reference).relative_to(HERE.parent)}", flush=True)
     return 0
 

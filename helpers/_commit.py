@@ -1,18 +1,21 @@
-"""Output files: their names, and a commit that puts them in place whole and all together.
+"""Output files: their names, and a commit that puts them in place whole and all together
+(notebook 02, "Make it sturdy" shows what a writer without one leaves behind).
 
 Each file is written and synced under a hidden temporary name carrying the writer's process
 id; :func:`commit` renames them under the folder's lock, after a synced journal of the renames
 when there are several, which the next write into the folder redoes if a kill cut them short.
+Every writer (records' and beam's) goes through :func:`committing`: prepare, stage, commit, or
+remove every temporary file.
 """
 
 import contextlib
 import fcntl
-import glob
 import io
 import json
 import os
 import re
 import secrets
+import sys
 import warnings
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -31,7 +34,8 @@ def shard_paths(
     """``<prefix>-00000-of-00004.tfrecord`` (``.tfrecord.gz`` for GZIP, ``.zz`` for ZLIB);
     TypeError or ValueError for a bad ``num_shards`` or ``compression``, or with ``index``."""
     num_shards = check_int(num_shards, "num_shards", minimum=1)
-    prefix, suffix = Path(prefix), SUFFIX[check_compression(compression)]
+    prefix = Path(prefix)
+    suffix = SUFFIX[check_compression(compression)]
     if index and compression:
         raise ValueError(f"index=True needs plain files: a {compression} file cannot be indexed")
     names = (f"{prefix.name}-{i:05d}-of-{num_shards:05d}{suffix}" for i in range(num_shards))
@@ -70,6 +74,21 @@ def staged_index(path: Path, sizes: Sequence[int], stat: os.stat_result) -> list
     ]
 
 
+_INSIDE = (os.path.dirname(__file__) + os.sep, contextlib.__file__)  # helpers' frames, and
+# contextlib's between them
+
+
+def _warn(message: str) -> None:
+    """A UserWarning that points at the first caller outside helpers: the line of the write,
+    however the helpers reached here (Python 3.12's ``skip_file_prefixes``)."""
+    frame = sys._getframe(1)
+    level = 2  # that frame's
+    while frame is not None and frame.f_code.co_filename.startswith(_INSIDE):
+        frame = frame.f_back
+        level += 1
+    warnings.warn(message, stacklevel=level)
+
+
 @contextlib.contextmanager
 def _locked(folder: Path) -> Iterator[int]:
     """Hold the folder's lock (``flock``; other helpers writers wait), redo the renames of the
@@ -92,10 +111,28 @@ def _locked(folder: Path) -> Iterator[int]:
             if pairs:
                 names = ", ".join(Path(path).name for _, path in pairs)
                 message = f"finished an interrupted write in {folder}: {names}"
-            warnings.warn(message, stacklevel=6)  # past _locked, prepare and the writer
+            _warn(message)
         yield fd
     finally:
         os.close(fd)  # releases the lock, as the death of the process does
+
+
+def temporaries(paths: Sequence[Path]) -> list[Path]:
+    """The files named ``.NAME.*.tmp`` beside ``paths`` (all in one folder), for the NAME of one
+    of them: what their writers (:func:`temp_path`) have not renamed. One listing of the folder,
+    no pattern: a ``[`` or a ``*`` in a name is itself."""
+    if not paths:
+        return []
+    folder = paths[0].parent
+    names = {path.name for path in paths}
+    found = []
+    for name in os.listdir(folder):
+        if not (name.startswith(".") and name.endswith(".tmp")):
+            continue
+        inner = name[1:-4]  # NAME.PID-TAGHEX, and NAME may hold dots
+        if any(inner[:at] in names for at, char in enumerate(inner) if char == "."):
+            found.append(folder / name)
+    return found
 
 
 def _writer_is_dead(temp: Path) -> bool:
@@ -118,14 +155,13 @@ def prepare(paths: list[Path], overwrite: bool) -> None:
     if not folder.is_dir():
         raise FileNotFoundError(f"cannot write {paths[0]}: its folder {folder} does not exist")
     with _locked(folder):
-        temps = [t for p in paths for t in folder.glob(f".{glob.escape(p.name)}.*.tmp")]
-        stale = [temp for temp in temps if _writer_is_dead(temp)]
+        stale = [temp for temp in temporaries(paths) if _writer_is_dead(temp)]
         for temp in stale:
             temp.unlink(missing_ok=True)
     if stale:
         names = ", ".join(t.name for t in stale)
         message = f"removed {len(stale)} temporary file(s) left by a writer that was killed"
-        warnings.warn(f"{message} in {folder}: {names}", stacklevel=4)
+        _warn(f"{message} in {folder}: {names}")
     existing = [str(p) for p in paths if p.exists()]
     if existing and not overwrite:
         verb = "exists" if len(existing) == 1 else "exist"
@@ -138,7 +174,8 @@ def commit(pairs: list[tuple[Path, Path]], overwrite: bool) -> None:
     (of two writers the last wins, whole). FileExistsError if a path appeared since
     :func:`prepare`, unless ``overwrite``. Afterwards the temporary files are gone; if a rename
     fails, its error is raised and the renames before it stay."""
-    folder, first = pairs[0][1].parent, pairs[0][1]
+    first = pairs[0][1]
+    folder = first.parent
     journal = folder / f".{first.name}.{os.getpid()}.commit"
     try:
         with _locked(folder) as fd:
@@ -162,6 +199,28 @@ def commit(pairs: list[tuple[Path, Path]], overwrite: bool) -> None:
         if not journal.exists():  # else the next write into the folder finishes the commit
             for temp, _ in pairs:
                 temp.unlink(missing_ok=True)
+
+
+@contextlib.contextmanager
+def committing(paths: list[Path], overwrite: bool) -> Iterator[list[tuple[Path, Path]]]:
+    """Write ``paths`` all together or not at all: :func:`prepare` them, then yield a list to
+    which the block adds each ``(temporary, final)`` pair it writes (:func:`temp_path`), and
+    :func:`commit` them when it ends well. Raises as they do, and what the block raises, once
+    every temporary file on the list is gone. Then, or after the commit, no file that a writer
+    into one of those temporary names left (:func:`temporaries`: beam's killed workers) stays."""
+    prepare(paths, overwrite)
+    pairs: list[tuple[Path, Path]] = []
+    try:
+        try:
+            yield pairs
+        except BaseException:
+            for temp, _ in pairs:
+                temp.unlink(missing_ok=True)
+            raise
+        commit(pairs, overwrite)
+    finally:
+        for leftover in temporaries([temp for temp, _ in pairs]):
+            leftover.unlink(missing_ok=True)
 
 
 @contextlib.contextmanager

@@ -1,7 +1,10 @@
-"""How a TFRecord file frames each record (:data:`HEADER`, the payload, its masked CRC32C), and
-the one check of a record: :func:`check_header` and :func:`check_payload`, with a reason for
-each kind of damage. :func:`unframe` and :func:`unframe_many` (NumPy) are its fast forms for
-memory-mapped files: the same comparisons; a record that fails them goes to the check.
+"""How a TFRecord file frames each record (:data:`HEADER`, the payload, its masked CRC32C;
+notebook 06, "Take one record apart"), and the one check of a record: :func:`check_header` and
+:func:`check_payload`, with a reason for each kind of damage (notebook 06, "Check a record as
+every reader does"). :func:`unframe_header` (a stream's header), :func:`unframe` and
+:func:`unframe_many` (NumPy: read or mapped bytes) are its fast forms: the same comparisons,
+with the bytes :func:`frame` makes; a record that fails them goes to the check, which says why.
+:func:`detect_compression` tells plain files from compressed ones by their first bytes.
 """
 
 import functools
@@ -11,11 +14,13 @@ import google_crc32c
 import numpy as np
 
 from helpers._checks import PathLike
-from helpers._magic import MAGIC
+from helpers._magic import MAGIC, looks_like_zlib
 
-LENGTH, CRC = struct.Struct("<Q"), struct.Struct("<I")  # the payload length; a masked CRC32C
+LENGTH = struct.Struct("<Q")  # the payload length
+CRC = struct.Struct("<I")  # a masked CRC32C
 HEADER = struct.Struct("<QI")  # the length, then the masked CRC32C of its 8 bytes
-HEADER_SIZE, FOOTER_SIZE = HEADER.size, CRC.size  # 12 and 4
+HEADER_SIZE = HEADER.size  # 12
+FOOTER_SIZE = CRC.size  # 4
 FRAME_SIZE = HEADER_SIZE + FOOTER_SIZE  # the bytes a record adds to its payload
 HEADER_DTYPE = np.dtype([("length", "<u8"), ("crc", "<u4")])  # packed: HEADER, as NumPy reads it
 MASK_DELTA = 0xA282EAD8
@@ -27,10 +32,14 @@ BINARY_SUFFIX = ".index.npy"  # next to it: int64 size, mtime_ns, then the n + 1
 
 class RecordError(ValueError):
     """A damaged TFRecord file: ``path``, record ``index``, header ``offset`` (uncompressed
-    stream), and the ``reason``."""
+    stream), and the ``reason`` (notebook 02, "Read a parse error"; the four attributes:
+    notebook 06, "Damage a file on purpose")."""
 
     def __init__(self, path: PathLike, index: int, offset: int, reason: str) -> None:
-        self.path, self.index, self.offset, self.reason = str(path), index, offset, reason
+        self.path = str(path)
+        self.index = index
+        self.offset = offset
+        self.reason = reason
         super().__init__(f"{self.path}: record {index} at byte {offset}: {reason}")
 
     def __reduce__(self) -> tuple:  # keep the four fields when pickled (by multiprocessing)
@@ -38,13 +47,17 @@ class RecordError(ValueError):
 
 
 def mask(crc: int | np.ndarray) -> int | np.ndarray:
-    """A CRC32C rotated right by 15 bits and offset, as TFRecord stores it (ints or arrays)."""
-    return (((crc >> 15) | (crc << 17)) + MASK_DELTA) & 0xFFFFFFFF
+    """:func:`masked_crc32c`'s rotation and offset of a CRC32C already computed: one extended
+    piece by piece, or an array of them (int64: the shift stays in range)."""
+    return (((crc >> 15) | (crc << 17)) + MASK_DELTA) % 2**32
 
 
 def masked_crc32c(data: bytes) -> int:
-    """CRC32C of ``data``, rotated and offset as TFRecord stores it."""
-    return mask(google_crc32c.value(bytes(data)))
+    """CRC32C of ``data`` (bytes; TypeError for another type), rotated and offset as TFRecord
+    stores it: notebook 06's ``masked_crc`` (notebook 06, "Take one record apart")."""
+    # CRC32C rotated right by 15 bits, plus 0xa282ead8, modulo 2**32
+    crc = google_crc32c.value(data)
+    return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) % 2**32
 
 
 @functools.lru_cache(maxsize=1024)
@@ -55,16 +68,18 @@ def header_of(length: int) -> bytes:
 
 
 def frame(payload: bytes) -> tuple[bytes, bytes, bytes]:
-    """The record that holds ``payload`` (bytes), in three parts: header, payload, footer."""
+    """The record that holds ``payload`` (bytes), in three parts: header, payload, footer (as
+    notebook 06, "Take one record apart" frames one by hand with ``struct``)."""
     return header_of(len(payload)), payload, CRC.pack(masked_crc32c(payload))
 
 
 def check_header(
     header: bytes, path: PathLike, index: int, offset: int, limit: int | None = None
 ) -> int:
-    """Check one 12-byte record header; return the payload length it announces. RecordError if
-    the header is cut short, its length CRC does not match, or the length is over ``limit``
-    (bytes a reader would hold; ``None``: no limit)."""
+    """Check one 12-byte record header; return the payload length it announces (notebook 06,
+    "Check a record as every reader does"). RecordError if the header is cut short, its length
+    CRC does not match, or the length is over ``limit`` (bytes a reader would hold; ``None``: no
+    limit)."""
     if len(header) < HEADER_SIZE:
         hint = " (or this is not a TFRecord file)" if index == 0 else ""
         reason = f"file ends inside a record header ({len(header)} of 12 bytes){hint}"
@@ -81,6 +96,16 @@ def check_header(
         reason = f"the record claims {length:,} bytes, more than max_record_bytes={limit:,}"
         raise RecordError(path, index, offset, f"{reason} (verify checks it without holding it)")
     return length
+
+
+def unframe_header(header: bytes, limit: int | None) -> int | None:
+    """The payload length ``header`` announces if it is what :func:`header_of` makes of that
+    length and no more than ``limit``, else None (then :func:`check_header` says why)."""
+    if len(header) != HEADER_SIZE:
+        return None
+    length = LENGTH.unpack_from(header)[0]
+    within = limit is None or length <= limit
+    return length if within and header == header_of(length) else None
 
 
 def check_size(size: int, length: int, path: PathLike, index: int, offset: int) -> None:
@@ -101,11 +126,13 @@ def check_crc(masked: int, footer: bytes, path: PathLike, index: int, offset: in
 
 
 def check_payload(body: bytes, length: int, path: PathLike, index: int, offset: int) -> bytes:
-    """Check a record's payload and its 4-byte CRC in ``body``; return the payload. RecordError
-    if ``body`` is cut short or the payload CRC does not match."""
+    """Check a record's payload and its 4-byte CRC in ``body``; return the payload (notebook 06,
+    "Check a record as every reader does"). RecordError if ``body`` is cut short or the payload
+    CRC does not match."""
+    payload = body[:length]  # sliced once: a slice of a large payload is a copy
     check_size(len(body), length, path, index, offset)
-    check_crc(masked_crc32c(body[:length]), body[length:], path, index, offset)
-    return body[:length]
+    check_crc(masked_crc32c(payload), body[length:], path, index, offset)
+    return payload
 
 
 def unframe(data: bytes, start: int, end: int) -> bytes | None:
@@ -121,7 +148,8 @@ def unframe_many(data: bytes, starts: np.ndarray, ends: np.ndarray) -> tuple[lis
     """:func:`unframe` for the records of ``data`` from ``starts`` to ``ends``, with NumPy: their
     payloads, and a mask of those that fail the comparisons (then the check says why)."""
     every_crc = np.ndarray(len(data) - FOOTER_SIZE + 1, "<u4", data, 0, (1,))  # at each byte
-    headers, footers = headers_at(data, starts), every_crc[ends - FOOTER_SIZE]
+    headers = headers_at(data, starts)
+    footers = every_crc[ends - FOOTER_SIZE]
     where = zip((starts + HEADER_SIZE).tolist(), (ends - FOOTER_SIZE).tolist(), strict=True)
     payloads = [data[first:last] for first, last in where]
     crcs = mask(np.fromiter(map(google_crc32c.value, payloads), np.int64, len(payloads)))
@@ -140,3 +168,24 @@ def bad_headers(headers: np.ndarray) -> np.ndarray:
     distinct, which = np.unique(headers["length"], return_inverse=True)
     crcs = np.array([masked_crc32c(LENGTH.pack(n)) for n in distinct.tolist()], np.uint32)
     return crcs[which.reshape(-1)] != headers["crc"]
+
+
+def detect_compression(path: PathLike) -> str | None:
+    """How a record file is stored, told by its first bytes (notebook 06, "Recognise the three
+    kinds of file"): ``None`` for a valid first header or an empty file, else ``"GZIP"`` for the
+    GZIP magic, ``"ZLIB"`` for a zlib header. If none fits, the RecordError of
+    :func:`check_header` (record 0, byte 0), as a plain file's reader says it;
+    FileNotFoundError if there is no file."""
+    with open(path, "rb") as stream:
+        start = stream.read(HEADER_SIZE)
+    if not start:
+        return None
+    try:
+        check_header(start, path, 0, 0)
+    except RecordError:
+        if start.startswith(MAGIC["GZIP"]):
+            return "GZIP"
+        if looks_like_zlib(start):
+            return "ZLIB"
+        raise  # a damaged or foreign file: the framing's reason, not a guess
+    return None

@@ -1,6 +1,8 @@
 """The Beam engine of ``convert-voc``: the local engine's shard files, written by Apache Beam.
 
-Notebook 08 shows them byte-identical to :func:`helpers.voc_records.convert_split`'s."""
+Notebook 08 shows them byte-identical to :func:`helpers.voc_records.convert_split`'s
+(notebook 08, "Keep the order: --engine beam"), and why the pipeline runs in a process of its
+own (notebook 08, "Run Beam in a process of its own")."""
 
 import builtins
 import contextlib
@@ -19,7 +21,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from helpers import voc
-from helpers._commit import commit, output_folder, prepare, shard_paths, staged_index, temp_path
+from helpers._commit import committing, output_folder, shard_paths, staged_index, temp_path
 from helpers._examples import check_task
 from helpers._tensorflow import QUIET_ENVIRONMENT
 from helpers.index import build_index
@@ -79,11 +81,12 @@ def convert_with_beam(
     **options: object,
 ) -> list[Path]:
     """Write :func:`helpers.voc_records.convert_split`'s shards with the same ``options``, byte
-    for byte, by an Apache Beam pipeline in a process of its own (notebook 08; ``convert-voc
-    --engine beam``); return their paths. FnApiRunner, a worker per core, unless ``beam_options``
-    say otherwise (``["--runner=FlinkRunner", ...]``); every worker must see the folders. Raises
-    as ``convert_split`` (all but a bad pair's errors before Beam starts), ValueError for a bad
-    Beam option, RuntimeError if the pipeline fails (``verbose``: Beam's log), TimeoutError."""
+    for byte, by an Apache Beam pipeline in a process of its own (notebook 08, "Keep the order";
+    ``convert-voc --engine beam``); return their paths. FnApiRunner, a worker per core, unless
+    ``beam_options`` say otherwise (``["--runner=FlinkRunner", ...]``); every worker must see
+    the folders. Raises as ``convert_split`` (all but a bad pair's errors before Beam starts),
+    ValueError for a bad Beam option, RuntimeError if the pipeline fails (``verbose``: Beam's
+    log), TimeoutError."""
     signature = inspect.signature(convert_split)  # its options and defaults: one list of them
     bound = signature.bind(voc_root, split, out_prefix, progress=False, **options)  # TypeError
     bound.apply_defaults()
@@ -92,10 +95,10 @@ def convert_with_beam(
     paths = shard_paths(out_prefix, args.num_shards, args.compression, args.index)  # checks them
     if isinstance(beam_options, str) or not all(isinstance(o, str) for o in beam_options):
         raise TypeError(f"beam_options must be a list of strings, got {beam_options!r}")
-    with output_folder(out_prefix):
-        prepare(paths, args.overwrite)  # the local engine's checks, before Beam starts
-        ids = split_order(voc_root, split, args.task, args.shuffle_seed)
-        temps = [temp_path(p.absolute(), "beam") for p in paths]
+    with output_folder(out_prefix), committing(paths, args.overwrite) as pairs:
+        ids = split_order(voc_root, split, args.task, args.shuffle_seed)  # before Beam starts
+        temps = [temp_path(p.absolute(), "beam") for p in paths]  # a worker may run elsewhere
+        pairs += zip(temps, paths, strict=True)
         payload = [str(voc_root), args.task, args.encoding, args.num_shards]  # _keyed_payload's
         job = {
             "options": list(beam_options),
@@ -105,19 +108,12 @@ def convert_with_beam(
             "temps": [str(t) for t in temps],
             "compression": args.compression,
         }
-        pairs = list(zip(temps, paths, strict=True))
-        try:
-            _run_in_child(job, verbose, timeout)
-            for temp in temps[len(ids) :]:  # shards that receive no record: valid empty files
-                write_records(temp, [], args.compression)
-            if args.index:  # each shard's two indexes, from one walk over its headers
-                for temp, path in zip(temps, paths, strict=True):
-                    pairs += staged_index(path, np.diff(build_index(temp)), os.stat(temp))
-            commit(pairs, args.overwrite)
-        finally:
-            for temp, _ in pairs:  # and the temporary files of a worker's write_records
-                for leftover in temp.parent.glob(f"*{temp.name}*"):
-                    leftover.unlink(missing_ok=True)
+        _run_in_child(job, verbose, timeout)
+        for temp in temps[len(ids) :]:  # shards that receive no record: valid empty files
+            write_records(temp, [], args.compression)
+        if args.index:  # each shard's two indexes, from one walk over its headers
+            for temp, path in zip(temps, paths, strict=True):
+                pairs += staged_index(path, np.diff(build_index(temp)), os.stat(temp))
     return paths
 
 
@@ -148,7 +144,8 @@ def _run_in_child(job: dict, verbose: bool, timeout: float | None = None) -> Non
     try:
         kind, message = json.loads(out.strip().splitlines()[-1])
     except (ValueError, IndexError):
-        kind, message = "", f"the Beam pipeline's process ended with status {child.returncode}"
+        kind = ""
+        message = f"the Beam pipeline's process ended with status {child.returncode}"
     error = voc.VOCError if kind == "VOCError" else getattr(builtins, kind, RuntimeError)
     if not (isinstance(error, type) and issubclass(error, (OSError, ValueError, TypeError))):
         error = RuntimeError  # Beam's own failure; verbose=True shows its log

@@ -1,5 +1,6 @@
 """TFRecord files in pure Python: write, read and verify them, plain, ``"GZIP"`` or ``"ZLIB"``
-as TensorFlow writes them (notebooks 02 and 06), with the record check of ``helpers._framing``.
+as TensorFlow writes them (notebook 02, "Compress the files: GZIP and ZLIB"; notebook 06, "Check
+a record as every reader does"), with the record check of ``helpers._framing``.
 """
 
 import contextlib
@@ -14,24 +15,34 @@ import google_crc32c
 
 import helpers._framing as framing
 from helpers._checks import PathLike, check_compression, check_int
-from helpers._commit import commit, prepare, shard_paths, staged_index, temp_path
-from helpers._framing import RecordError, check_header, check_payload, masked_crc32c  # noqa: F401
-from helpers._magic import MAGIC, looks_like_zlib
+from helpers._commit import committing, shard_paths, staged_index, temp_path
+from helpers._framing import (
+    RecordError,
+    check_header,
+    check_payload,  # noqa: F401 (notebook 06 calls it from here)
+    detect_compression,  # noqa: F401 (notebooks 03 and 06 call it from here)
+    masked_crc32c,
+)
 
 _WBITS = {"GZIP": 31, "ZLIB": 15}  # zlib's wbits; TensorFlow uses memLevel 9 for both
 
 
-class _RecordFile:
+class _RecordFile(contextlib.AbstractContextManager):
     """One output file: framed records, gathered and written a mebibyte at a time to a
-    temporary file, which :func:`helpers._commit.commit` renames over ``path``."""
+    temporary file, put on ``pairs`` (:func:`helpers._commit.committing`'s list) as it opens."""
 
-    def __init__(self, path: Path, compression: str | None, index: bool = False) -> None:
-        self.path, self.count, self.temp = path, 0, temp_path(path)
+    def __init__(
+        self, path: Path, compression: str | None, index: bool, pairs: list[tuple[Path, Path]]
+    ) -> None:
+        self.path = path
+        self.temp = temp_path(path)
+        self.count = 0
         self.sizes: list[int] | None = [] if index else None  # of each record, for the index
-        self.pairs = [(self.temp, path)]  # temporary and final names, to commit
+        self.pairs = pairs
         self.parts: list[bytes] = []  # framed records not yet written
         self.held = 0  # their payloads' bytes
         self.file = open(self.temp, "xb")  # buffered: a write writes all it is given
+        pairs.append((self.temp, path))
         wbits = _WBITS.get(compression)
         self.deflate = zlib.compressobj(6, zlib.DEFLATED, wbits, 9) if wbits else None
 
@@ -47,7 +58,8 @@ class _RecordFile:
     def flush(self) -> None:
         data = b"".join(self.parts)
         self.file.write(self.deflate.compress(data) if self.deflate else data)
-        self.parts, self.held = [], 0
+        self.parts = []
+        self.held = 0
 
     def finish(self) -> None:
         """Write what is left, sync the file: the data is on disk before a name points at it."""
@@ -60,10 +72,17 @@ class _RecordFile:
         if self.sizes is not None:  # the binary index names the file as its temporary name has it
             self.pairs += staged_index(self.path, self.sizes, os.stat(self.temp))
 
-    def discard(self) -> None:
+    def __exit__(self, *exc: object) -> None:
         self.file.close()
-        for temp, _ in self.pairs:
-            temp.unlink(missing_ok=True)
+
+
+def _as_bytes(payload: object, number: int, target: Path) -> bytes:
+    """A bytearray or memoryview ``payload`` as bytes (google_crc32c takes bytes only); else
+    TypeError naming record ``number`` and the file it was for."""
+    if not isinstance(payload, (bytearray, memoryview)):
+        kind = type(payload).__name__
+        raise TypeError(f"record {number} for {target} is {kind}, expected bytes")
+    return bytes(payload)
 
 
 def _write_all(
@@ -75,24 +94,14 @@ def _write_all(
 ) -> list[int]:
     """Deal ``payloads`` round-robin over ``paths``, committed together (with their ``.index``
     files if ``index``); a failure before the commit leaves the old files, no temporary file."""
-    prepare(paths, overwrite)
-    files: list[_RecordFile] = []
-    try:
-        files.extend(_RecordFile(path, compression, index) for path in paths)
+    with committing(paths, overwrite) as pairs, contextlib.ExitStack() as opened:
+        files = [opened.enter_context(_RecordFile(p, compression, index, pairs)) for p in paths]
         for number, payload in enumerate(payloads):
-            if not isinstance(payload, bytes):  # google_crc32c takes bytes only
-                if not isinstance(payload, (bytearray, memoryview)):
-                    kind, target = type(payload).__name__, paths[number % len(paths)]
-                    raise TypeError(f"record {number} for {target} is {kind}, expected bytes")
-                payload = bytes(payload)
+            if not isinstance(payload, bytes):  # checked first: the common case pays only this
+                payload = _as_bytes(payload, number, paths[number % len(paths)])
             files[number % len(files)].write(payload)
         for file in files:
             file.finish()
-    except BaseException:
-        for file in files:
-            file.discard()
-        raise
-    commit([pair for file in files for pair in file.pairs], overwrite)
     return [file.count for file in files]
 
 
@@ -104,11 +113,12 @@ def write_records(
 ) -> int:
     """Write ``payloads`` as TFRecord records to ``path``; return how many were written.
 
-    ``tf.io.TFRecordWriter``, made sturdy (notebooks 04, 05, 06): the file appears only when
-    complete (temporary file, fsync, rename); an existing one is replaced only if ``overwrite``.
-    Raises FileExistsError if ``path`` exists and not ``overwrite``, FileNotFoundError if its
-    folder does not exist, ValueError for an unknown ``compression``, TypeError for a non-bytes
-    payload.
+    ``tf.io.TFRecordWriter``, made sturdy (notebook 04, "Write 70,000 records sorted by label";
+    notebook 05 writes with it too, and notebook 06, "Check a record as every reader does" shows
+    its bytes are TensorFlow's): the file appears only when complete (temporary file, fsync,
+    rename); an existing one is replaced only if ``overwrite``. Raises FileExistsError if
+    ``path`` exists and not ``overwrite``, FileNotFoundError if its folder does not exist,
+    ValueError for an unknown ``compression``, TypeError for a non-bytes payload.
     """
     return _write_all([Path(path)], payloads, check_compression(compression), overwrite)[0]
 
@@ -124,9 +134,9 @@ def write_sharded(
     """Write ``payloads`` into ``num_shards`` TFRecord files; return their paths.
 
     Record ``i`` goes to shard ``i % num_shards`` (notebook 02, "Make it sturdy"); the shards,
-    and with ``index`` each one's ``.index`` (notebook 04), are committed together at the end
-    (``helpers._commit``). Raises FileExistsError if a shard exists and not ``overwrite``
-    (nothing is read); else as :func:`write_records`, or a bad ``num_shards``.
+    and with ``index`` each one's ``.index`` (notebook 04, "Index the files"), are committed
+    together at the end (``helpers._commit``). Raises FileExistsError if a shard exists and not
+    ``overwrite`` (nothing is read); else as :func:`write_records`, or a bad ``num_shards``.
     """
     paths = shard_paths(prefix, num_shards, compression, index)
     _write_all(paths, payloads, check_compression(compression), overwrite, index)
@@ -159,32 +169,49 @@ class _Inflater(io.RawIOBase):
 
 def _streamed(stream: BinaryIO, length: int, path: Path, index: int, offset: int) -> None:
     """:func:`check_payload` for a payload read piece by piece, never held whole."""
-    crc, size = google_crc32c.value(b""), 0
+    crc = google_crc32c.value(b"")
+    size = 0
     while size < length:
         piece = stream.read(min(length - size, framing.CHUNK))
         if not piece:
             break
-        crc, size = google_crc32c.extend(crc, piece), size + len(piece)
+        crc = google_crc32c.extend(crc, piece)
+        size += len(piece)
     footer = stream.read(framing.FOOTER_SIZE) if size == length else b""
     framing.check_size(size + len(footer), length, path, index, offset)
     framing.check_crc(framing.mask(crc), footer, path, index, offset)
 
 
-def _records(path: Path, compression: str | None, limit: int | None) -> Iterator[tuple]:
-    """``(offset, payload)`` of every checked record; ``limit=None`` (verify): payloads not held."""
+def _held(stream: BinaryIO, length: int, path: Path, index: int, offset: int) -> bytes:
+    """:func:`check_payload` for a payload read whole, then its footer, each by itself: slicing
+    them out of one body would copy every payload again."""
+    payload = stream.read(length)
+    footer = stream.read(framing.FOOTER_SIZE)
+    if footer != framing.CRC.pack(masked_crc32c(payload)):  # as frame() makes it; else say why
+        framing.check_size(len(payload) + len(footer), length, path, index, offset)
+        framing.check_crc(masked_crc32c(payload), footer, path, index, offset)
+    return payload
+
+
+def _records(
+    path: Path, compression: str | None, limit: int | None, offsets: bool = False
+) -> Iterator[bytes] | Iterator[tuple[int, bytes]]:
+    """Every checked record's payload (``offsets``: ``(offset, payload)``); ``limit=None``
+    (verify): payloads not held, ``None`` given for each."""
     index = offset = 0
     file = open(path, "rb", buffering=0)
     raw = _Inflater(file, compression) if compression else file
+    read = _streamed if limit is None else _held
     try:
         with file, io.BufferedReader(raw, framing.CHUNK) as stream:
             while header := stream.read(framing.HEADER_SIZE):
-                length = check_header(header, path, index, offset, limit)
-                if limit is None:  # verify: nothing held
-                    yield offset, _streamed(stream, length, path, index, offset)
-                else:
-                    body = stream.read(length + framing.FOOTER_SIZE)
-                    yield offset, check_payload(body, length, path, index, offset)
-                index, offset = index + 1, offset + framing.FRAME_SIZE + length
+                length = framing.unframe_header(header, limit)
+                if length is None:  # the check says why
+                    length = check_header(header, path, index, offset, limit)
+                payload = read(stream, length, path, index, offset)
+                yield (offset, payload) if offsets else payload
+                index += 1
+                offset += framing.FRAME_SIZE + length
     except (zlib.error, EOFError) as error:
         reason = f"{compression} stream is damaged or not {compression} ({error})"
         raise RecordError(path, index, offset, reason) from error
@@ -196,36 +223,19 @@ def iter_records(
     offsets: bool = False,
     max_record_bytes: int | None = None,
 ) -> Iterator[bytes] | Iterator[tuple[int, bytes]]:
-    """Yield the payload of every record, both CRCs checked (notebook 02, "Read the records in
-    plain Python"); with ``offsets=True``, ``(offset in the uncompressed stream, payload)``
-    (notebook 06). A record over ``max_record_bytes`` (default 256 MiB) is refused unread.
+    """Yield the payload of every record, both CRCs checked (notebook 06, "Check a record as
+    every reader does"); with ``offsets=True``, ``(offset in the uncompressed stream, payload)``
+    (notebook 06, "Damage a file on purpose"). A record over ``max_record_bytes`` (default 256
+    MiB) is refused unread.
     Raises RecordError at the first damaged or too long record, ValueError for an unknown
     ``compression``, FileNotFoundError if there is no file."""
     limit = framing.MAX_RECORD_BYTES if max_record_bytes is None else max_record_bytes
     limit = check_int(limit, "max_record_bytes", minimum=0)
-    records = _records(Path(path), check_compression(compression), limit)
-    return records if offsets else (payload for _, payload in records)
+    return _records(Path(path), check_compression(compression), limit, offsets)
 
 
 def verify(path: PathLike, compression: str | None = None) -> int:
-    """Check every record of a TFRecord file, streaming (small memory); return how many. Raises as
-    :func:`iter_records`: RecordError at the first damaged record (file, index, byte offset)."""
+    """Check every record of a TFRecord file, streaming (small memory); return how many (as
+    notebook 02, "Make it sturdy" does). Raises as :func:`iter_records`: RecordError at the
+    first damaged record (file, index, byte offset)."""
     return sum(1 for _ in _records(Path(path), check_compression(compression), None))
-
-
-def detect_compression(path: PathLike) -> str | None:
-    """How a record file is stored, told by its first bytes (notebook 06): ``None`` for a valid
-    first header or an empty file, else ``"GZIP"`` for the GZIP magic, ``"ZLIB"`` for a zlib
-    header. RecordError (record 0, byte 0) if none fits; FileNotFoundError if there is no file."""
-    with open(path, "rb") as stream:
-        start = stream.read(framing.HEADER_SIZE)
-    if not start:
-        return None
-    with contextlib.suppress(RecordError):
-        check_header(start, path, 0, 0)
-        return None
-    if start.startswith(MAGIC["GZIP"]):
-        return "GZIP"
-    if looks_like_zlib(start):
-        return "ZLIB"
-    raise RecordError(path, 0, 0, "neither a TFRecord file nor a GZIP- or ZLIB-compressed one")

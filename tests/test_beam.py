@@ -3,7 +3,8 @@
 Beam takes seconds to start, so four pipelines run in all: the command line on raw records
 (seeded, 3 GZIP shards, default workers), the function on encoded records (split order, 1 shard,
 one worker; both module-scoped fixtures), a split with a truncated JPEG, and more shards than
-records with index files. Everything goes through the public API.
+records with index files. Everything goes through the public API, but for the clean-up tests,
+which put a stand-in where the pipeline's process runs.
 """
 
 import os
@@ -20,7 +21,7 @@ from lock_imports import require
 from helpers import beam, voc, voc_records
 from helpers.cli import main as cli
 from helpers.index import RecordView
-from helpers.records import iter_records
+from helpers.records import iter_records, write_records
 
 tf = require("tensorflow")
 require("apache_beam")
@@ -51,8 +52,14 @@ def cli_run(tmp_path_factory):
     env = {k: v for k, v in os.environ.items() if k != "VOC_ROOT"}
     argv = ["convert-voc", "--engine", "beam", "--split", "trainval", "--out", "beam/x"]
     argv += ["--num-shards", "3", "--shuffle-seed", "7", "--compression", "GZIP"]
-    run = subprocess.run([sys.executable, "-m", "helpers", *argv], cwd=folder, env=env,
-                         capture_output=True, text=True, timeout=600)  # fmt: skip
+    run = subprocess.run(
+        [sys.executable, "-m", "helpers", *argv],
+        cwd=folder,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     return folder, run
 
 
@@ -61,8 +68,9 @@ def api_run(tmp_path_factory):
     """beam.convert_with_beam: encoded, the split file's order, 1 shard, one worker process."""
     folder = tmp_path_factory.mktemp("api")
     options = ["--direct_num_workers=1"]
-    paths = beam.convert_with_beam(voc.sample_root(), "train", folder / "beam" / "x",
-                               encoding="encoded", beam_options=options)  # fmt: skip
+    paths = beam.convert_with_beam(
+        voc.sample_root(), "train", folder / "beam" / "x", encoding="encoded", beam_options=options
+    )
     return folder, paths
 
 
@@ -95,8 +103,10 @@ def test_function_writes_encoded_records_in_split_order_like_the_local_engine(ap
     assert shard_files(folder / "beam") == paths  # no temporary file left
     local = local_shards(folder, "train", encoding="encoded")
     assert paths[0].read_bytes() == local[0].read_bytes()
-    names = [tf.train.Example.FromString(r).features.feature["image/filename"] for r in
-             iter_records(paths[0])]  # fmt: skip
+    names = [
+        tf.train.Example.FromString(r).features.feature["image/filename"]
+        for r in iter_records(paths[0])
+    ]
     ids = voc.read_split(voc.sample_root(), "train")
     assert [n.bytes_list.value[0].decode() for n in names] == [f"{i}.jpg" for i in ids]
 
@@ -108,8 +118,9 @@ def test_a_truncated_jpeg_names_the_id_and_file_and_leaves_nothing(tmp_path):
     photo.write_bytes(photo.read_bytes()[:3000])
     out = tmp_path / "out"
     with pytest.raises(voc.VOCError, match=r"'cat_chelsea' cannot be decoded: .*cat_chelsea.jpg"):
-        beam.convert_with_beam(root, "trainval", out / "x", num_shards=2,
-                           beam_options=["--direct_num_workers=1"])  # fmt: skip
+        beam.convert_with_beam(
+            root, "trainval", out / "x", num_shards=2, beam_options=["--direct_num_workers=1"]
+        )
     assert not out.exists()  # neither shards nor hidden temporary files, nor the folder
 
 
@@ -161,8 +172,9 @@ def test_empty_shards_and_index_files_are_the_local_engines(tmp_path):
     """More shards than ids: the shards without records are valid empty files, and every
     shard's .index and .index.npy are committed with it, as on the local engine."""
     options = {"num_shards": 5, "shuffle_seed": 1, "index": True}
-    paths = beam.convert_with_beam(voc.sample_root(), "val", tmp_path / "x",
-                                   beam_options=["--direct_num_workers=1"], **options)  # fmt: skip
+    paths = beam.convert_with_beam(
+        voc.sample_root(), "val", tmp_path / "x", beam_options=["--direct_num_workers=1"], **options
+    )
     local = local_shards(tmp_path, "val", **options)
     indexes = [p.with_name(p.name + ".index") for p in paths]
     local_indexes = [p.with_name(p.name + ".index") for p in local]
@@ -180,8 +192,9 @@ def test_empty_shards_and_index_files_are_the_local_engines(tmp_path):
     with RecordView(paths) as view:  # mapped, not walked
         assert view.index_nbytes == 0 and len(view) == 3
     with pytest.raises(ValueError, match="index=True needs plain files: a GZIP file"):
-        beam.convert_with_beam(voc.sample_root(), "val", tmp_path / "z", compression="GZIP",
-                               index=True)  # fmt: skip
+        beam.convert_with_beam(
+            voc.sample_root(), "val", tmp_path / "z", compression="GZIP", index=True
+        )
     assert not list(tmp_path.glob("z*"))
 
 
@@ -225,7 +238,50 @@ def test_a_pipeline_over_its_time_limit_is_stopped_with_its_workers(tmp_path, mo
         assert not (tmp_path / "out").exists()
         if pid_file.exists():
             break
-    worker, deadline = int(pid_file.read_text()), time.monotonic() + 5
+    worker = int(pid_file.read_text())
+    deadline = time.monotonic() + 5
     while running(worker) and time.monotonic() < deadline:  # SIGKILL lands asynchronously
         time.sleep(0.05)
     assert not running(worker)
+
+
+def stand_in_pipeline(fails: bool):
+    """Instead of Beam's process: each shard's temporary file written as a worker writes it
+    (write_records), and beside the first the temporary file of a worker killed during its
+    write; then a failure, or the end."""
+
+    def run(job: dict, verbose: bool, timeout: float | None) -> None:
+        temps = [Path(temp) for temp in job["temps"]]
+        for temp in temps:
+            write_records(temp, [temp.name.encode()], job["compression"])
+        temps[0].with_name(f".{temps[0].name}.4194304-0123abcd.tmp").write_bytes(b"half")
+        if fails:
+            raise RuntimeError("a worker failed")
+
+    return run
+
+
+def test_a_failed_pipeline_leaves_no_temporary_file_whatever_the_prefix_holds(
+    tmp_path, monkeypatch
+):
+    """A ``[`` in the prefix is no pattern: the shards' temporary files and a killed worker's
+    are removed, and the folder made for them."""
+    monkeypatch.setattr(beam, "_run_in_child", stand_in_pipeline(fails=True))
+    out = tmp_path / "out[1]"
+    with pytest.raises(RuntimeError, match="a worker failed"):
+        beam.convert_with_beam(voc.sample_root(), "val", out / "x[ab]*", num_shards=2)
+    assert not out.exists()
+
+
+def test_a_committed_pipeline_leaves_only_its_shards_and_indexes(tmp_path, monkeypatch):
+    monkeypatch.setattr(beam, "_run_in_child", stand_in_pipeline(fails=False))
+    prefix = tmp_path / "x[ab]?"
+    paths = beam.convert_with_beam(voc.sample_root(), "val", prefix, num_shards=2, index=True)
+    assert [p.name for p in paths] == [
+        "x[ab]?-00000-of-00002.tfrecord",
+        "x[ab]?-00001-of-00002.tfrecord",
+    ]
+    with RecordView(paths) as view:
+        assert len(view) == 2 and view[1].startswith(b".x[ab]?-00001-of-00002.tfrecord.")
+    names = [p.name + end for p in paths for end in ("", ".index", ".index.npy")]
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(names)

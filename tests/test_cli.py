@@ -98,7 +98,7 @@ def test_verify_detects_gzip_by_content_not_name_and_accepts_an_empty_file(files
         ("header.tfrecord", 1, "length CRC mismatch: the record header is damaged"),
         ("truncated.tfrecord", 3, "file ends inside the payload"),
         ("short.tfrecord", 3, "file ends inside a record header (5 of 12 bytes)"),
-        ("text.tfrecord", 0, "neither a TFRecord file nor a GZIP- or ZLIB-compressed one"),
+        ("text.tfrecord", 0, "length CRC mismatch: this is not a TFRecord file"),
     ],
 )
 def test_verify_names_record_offset_and_reason_of_each_kind_of_damage(

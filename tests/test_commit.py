@@ -19,7 +19,15 @@ import warnings
 import pytest
 
 from helpers import _commit
-from helpers._commit import commit, prepare, shard_paths, staged, temp_path
+from helpers._commit import (
+    commit,
+    committing,
+    prepare,
+    shard_paths,
+    staged,
+    temp_path,
+    temporaries,
+)
 from helpers.index import RecordView
 from helpers.records import iter_records, write_records, write_sharded
 
@@ -155,7 +163,8 @@ def test_a_whole_journal_is_finished_by_the_next_prepare(tmp_path):
 def logged_commit(pairs, monkeypatch) -> list[str]:
     """The fsyncs and renames, in order, of ``commit(pairs, overwrite=False)``."""
     log = []
-    real_fsync, real_replace = _commit.os.fsync, _commit.os.replace
+    real_fsync = _commit.os.fsync
+    real_replace = _commit.os.replace
 
     def fsync(fd):
         log.append("fsync")
@@ -297,3 +306,34 @@ def test_a_staged_file_that_cannot_be_created_raises_its_own_error(tmp_path, mon
     with pytest.raises(OSError, match="No space left on device"):
         staged(tmp_path / "a.tfrecord", b"data")
     assert list(tmp_path.iterdir()) == []
+
+
+def test_temporaries_are_found_by_name_not_by_pattern(tmp_path):
+    """``[1]`` in a name is those three characters; a glob would take it for the class of 1."""
+    mine = tmp_path / ".a[1].tfrecord.12-0123abcd.tmp"
+    others = [".a1.tfrecord.12-0123abcd.tmp", ".b.tfrecord.12-0123abcd.tmp", "a[1].tfrecord"]
+    for name in [mine.name, *others]:
+        (tmp_path / name).write_bytes(b"")
+    assert temporaries([tmp_path / "a[1].tfrecord"]) == [mine]
+    assert temporaries([]) == []
+
+
+def test_a_failed_block_leaves_no_temporary_file_nor_one_written_into_it(tmp_path):
+    path = tmp_path / "a[1].tfrecord"
+    with pytest.raises(OSError, match="pretend"), committing([path], overwrite=False) as pairs:
+        pairs.append(staged(path, b"data"))
+        temp = pairs[0][0]
+        temp.with_name(f".{temp.name}.12-0123abcd.tmp").write_bytes(b"a killed writer's")
+        raise OSError("No space left on device (pretend)")
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_a_block_that_ends_well_commits_every_pair_it_added(tmp_path):
+    paths = shard_paths(tmp_path / "a[1]", 2)
+    with committing(paths, overwrite=False) as pairs:
+        pairs += [staged(path, f"shard {i}".encode()) for i, path in enumerate(paths)]
+        assert not any(path.exists() for path in paths)  # nothing is in place before the end
+        temp = pairs[1][0]
+        temp.with_name(f".{temp.name}.12-0123abcd.tmp").write_bytes(b"a killed writer's")
+    assert [path.read_bytes() for path in paths] == [b"shard 0", b"shard 1"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [p.name for p in paths]

@@ -495,7 +495,9 @@ def test_empty_files_are_skipped_but_no_records_at_all_is_an_error(raw_files, tm
 def test_a_file_that_is_not_a_tfrecord_file_is_named(tmp_path):
     bogus = tmp_path / "notes.tfrecord"
     bogus.write_bytes(b"hello, this is not a record file")
-    with pytest.raises(RecordError, match="notes.tfrecord: record 0 at byte 0: neither"):
+    with pytest.raises(
+        RecordError, match="notes.tfrecord: record 0 at byte 0: length CRC mismatch"
+    ):
         voc_batches([bogus], 2, crop=CROP)
 
 
