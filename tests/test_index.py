@@ -504,3 +504,14 @@ def test_a_key_of_another_kind_is_named_in_the_type_error(tfrecord):
         for key, kind in [("1", "str"), (slice(0, 2), "slice"), (1.0, "float")]:
             with pytest.raises(TypeError, match=f"a sequence of them, not {kind}$"):
                 view[key]
+
+
+def test_paths_may_be_bytes_and_anything_else_is_named(tfrecord):
+    with RecordView(os.fsencode(tfrecord)) as view:  # bytes: one path, as os.open takes it
+        assert view.paths == [tfrecord] and view[0] == PAYLOADS[0]
+    with RecordView([os.fsencode(tfrecord), str(tfrecord)]) as view:
+        assert len(view) == 2 * len(PAYLOADS)
+    with pytest.raises(TypeError, match=r"^expected a path or a sequence of paths, got int$"):
+        RecordView(3)
+    with pytest.raises(TypeError, match=r"got one holding 3 \(int\)$"):
+        RecordView([tfrecord, 3])
