@@ -14,8 +14,9 @@ import google_crc32c
 
 import helpers._framing as framing
 from helpers._checks import PathLike, check_compression, check_int
-from helpers._commit import commit, prepare, shard_paths, staged_index, temp_path
+from helpers._commit import commit, prepare, shard_paths, temp_path
 from helpers._framing import RecordError, check_header, check_payload, masked_crc32c  # noqa: F401
+from helpers._index_files import staged_index
 from helpers._magic import MAGIC, looks_like_zlib
 
 _WBITS = {"GZIP": 31, "ZLIB": 15}  # zlib's wbits; TensorFlow uses memLevel 9 for both
