@@ -32,6 +32,7 @@ except ImportError:
     from helpers.records import detect_compression
 
 _SAMPLE = 1024  # headers an opening view checks in each file, spread from the first to the last
+_LONGEST = framing.FRAME_SIZE + framing.MAX_RECORD_BYTES  # the longest span a read takes
 
 
 def build_index(path: PathLike) -> np.ndarray:
@@ -201,8 +202,9 @@ class RecordView(contextlib.AbstractContextManager):
         return self.__getitems__(key)
 
     def _one(self, key: int) -> bytes:
-        number = int(key) + (len(self) if key < 0 else 0)
-        if not 0 <= number < len(self) or self._fds is None:
+        n = self._firsts[-1]
+        number = int(key) + (n if key < 0 else 0)
+        if not 0 <= number < n or self._fds is None:
             return self.__getitems__([key])[0]  # raises the IndexError or ValueError
         file = bisect.bisect_right(self._firsts, number) - 1
         self._reads[file] += 1  # a stat costs more than the read: see the docstring
@@ -212,10 +214,7 @@ class RecordView(contextlib.AbstractContextManager):
         local = number - self._firsts[file]
         start = bounds.item(local)
         size = bounds.item(local + 1) - start
-        if (
-            start < 0
-            or not framing.FRAME_SIZE <= size <= framing.FRAME_SIZE + framing.MAX_RECORD_BYTES
-        ):
+        if start < 0 or not framing.FRAME_SIZE <= size <= _LONGEST:
             return self._careful(file, local, b"")
         data = os.pread(self._fds[file], size, start)
         payload = framing.unframe(data, 0, size) if len(data) == size else None
@@ -269,8 +268,7 @@ class RecordView(contextlib.AbstractContextManager):
         bounds = self._bounds[file]
         starts = bounds[local]
         sizes = bounds[local + 1] - starts
-        too_long = sizes > framing.FRAME_SIZE + framing.MAX_RECORD_BYTES
-        wrong = (sizes < framing.FRAME_SIZE) | too_long | (starts < 0)
+        wrong = (sizes < framing.FRAME_SIZE) | (sizes > _LONGEST) | (starts < 0)
         if wrong.any():
             self._careful(file, int(local[wrong.argmax()]), b"")  # raises
         return starts, sizes
