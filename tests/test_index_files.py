@@ -383,3 +383,24 @@ def test_writing_and_checking_an_index_hold_no_python_object_per_record(tmp_path
     binary_of(path).unlink()
     assert python_peak_mib(lambda: check_index(path)) < 16  # the text index, parsed by NumPy
     assert check_index(path) == [400_000]
+
+
+def test_records_read_in_order_come_in_runs_and_a_cut_inside_a_run_is_named(tmp_path, monkeypatch):
+    """Consecutive records are read as one span; a file cut inside that span (after the view's
+    check of its size, which is made to miss it here) names the first record it cut short."""
+    paths = write_sharded(
+        tmp_path / "x", [bytes([i % 256]) * 300 for i in range(400)], 1, index=True
+    )
+    reads = []
+    real_pread = os.pread
+    monkeypatch.setattr(os, "pread", lambda *args: reads.append(args[1]) or real_pread(*args))
+    with RecordView(paths) as view:
+        reads.clear()  # the headers read at opening
+        assert view[list(range(100, 356))] == [bytes([i % 256]) * 300 for i in range(100, 356)]
+        assert reads == [256 * 316]  # one read for the run of 256 records
+        monkeypatch.setattr(index, "changed", lambda then, now: None)  # the check sees nothing
+        os.truncate(paths[0], 200 * 316 + 100)  # record 200 keeps 100 of its 316 bytes
+        with pytest.raises(RecordError) as caught:
+            view[list(range(150, 250))]
+    assert (caught.value.index, caught.value.offset) == (200, 200 * 316)
+    assert caught.value.reason == "file ends inside the payload (88 of 300 bytes)"
