@@ -2,7 +2,7 @@
 
 import numbers
 import os
-from collections.abc import Sequence
+from collections.abc import Iterable
 from pathlib import Path
 
 PathLike = str | os.PathLike
@@ -36,8 +36,18 @@ def check_compression(compression: object, auto: bool = False) -> str | None:
     raise ValueError(f"compression must be {allowed}, got {compression!r}")
 
 
-def check_paths(files: PathLike | Sequence[PathLike]) -> list[Path]:
-    """One path or a sequence of paths, as a list of Paths (empty if ``files`` is)."""
-    if isinstance(files, (str, os.PathLike)):
-        return [Path(files)]
-    return [Path(file) for file in files]
+def check_paths(files: PathLike | bytes | Iterable[PathLike | bytes]) -> list[Path]:
+    """One path (``str``, ``bytes`` or ``os.PathLike``) or several, as a list of Paths (empty if
+    ``files`` is). TypeError, naming it, for anything else."""
+    if isinstance(files, (str, bytes, os.PathLike)):
+        return [Path(os.fsdecode(files))]
+    if not isinstance(files, Iterable):
+        raise TypeError(f"expected a path or a sequence of paths, got {type(files).__name__}")
+    paths = list(files)
+    for file in paths:
+        if not isinstance(file, (str, bytes, os.PathLike)):
+            kind = type(file).__name__
+            raise TypeError(
+                f"expected a path or a sequence of paths, got one holding {file!r} ({kind})"
+            )
+    return [Path(os.fsdecode(file)) for file in paths]

@@ -10,20 +10,16 @@ remove every temporary file.
 
 import contextlib
 import fcntl
-import io
 import json
 import os
 import re
 import secrets
 import sys
 import warnings
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from pathlib import Path
 
-import numpy as np
-
 from helpers._checks import PathLike, check_compression, check_int
-from helpers._framing import BINARY_SUFFIX, INDEX_SUFFIX
 
 SUFFIX = {None: ".tfrecord", "GZIP": ".tfrecord.gz", "ZLIB": ".tfrecord.zz"}
 
@@ -47,31 +43,19 @@ def temp_path(path: Path, tag: str = "") -> Path:
     return path.parent / f".{path.name}.{os.getpid()}-{tag}{secrets.token_hex(4)}.tmp"
 
 
-def staged(path: Path, data: bytes) -> tuple[Path, Path]:
-    """Write ``data`` to a synced temporary file next to ``path``: the pair to :func:`commit`."""
+def staged(path: Path, data: bytes | Iterable[bytes | memoryview]) -> tuple[Path, Path]:
+    """Write ``data`` (or its pieces, one after the other) to a synced temporary file next to
+    ``path``: the pair to :func:`commit`."""
     temp = temp_path(path)
     try:
         with open(temp, "xb") as file:
-            file.write(data)
+            file.writelines([data] if isinstance(data, bytes) else data)
             file.flush()
             os.fsync(file.fileno())
     except BaseException:
         temp.unlink(missing_ok=True)
         raise
     return temp, path
-
-
-def staged_index(path: Path, sizes: Sequence[int], stat: os.stat_result) -> list[tuple[Path, Path]]:
-    """``path``'s two indexes from its records' ``sizes``, :func:`staged`: ``start length`` lines,
-    and int64 size and ``st_mtime_ns`` of the file ``stat`` gives, then the ``n + 1`` boundaries."""
-    bounds = np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)])
-    text = "".join(map("{} {}\n".format, bounds[:-1].tolist(), np.diff(bounds).tolist()))
-    binary = io.BytesIO()
-    np.save(binary, np.concatenate([[stat.st_size, stat.st_mtime_ns], bounds]))
-    return [
-        staged(path.with_name(path.name + INDEX_SUFFIX), text.encode()),
-        staged(path.with_name(path.name + BINARY_SUFFIX), binary.getvalue()),
-    ]
 
 
 _INSIDE = (os.path.dirname(__file__) + os.sep, contextlib.__file__)  # helpers' frames, and

@@ -26,8 +26,6 @@ HEADER_DTYPE = np.dtype([("length", "<u8"), ("crc", "<u4")])  # packed: HEADER, 
 MASK_DELTA = 0xA282EAD8
 MAX_RECORD_BYTES = 1 << 28  # the most bytes of one record a reader holds, by default
 CHUNK = 1 << 20  # the bytes a reader reads or inflates, or a writer gathers, at a time
-INDEX_SUFFIX = ".index"  # next to a record file: a ``start length`` line per record
-BINARY_SUFFIX = ".index.npy"  # next to it: int64 size, mtime_ns, then the n + 1 boundaries
 
 
 class RecordError(ValueError):

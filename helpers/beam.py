@@ -21,8 +21,9 @@ from types import SimpleNamespace
 import numpy as np
 
 from helpers import voc
-from helpers._commit import committing, output_folder, shard_paths, staged_index, temp_path
+from helpers._commit import committing, output_folder, shard_paths, temp_path
 from helpers._examples import check_task
+from helpers._index_files import staged_index
 from helpers._tensorflow import QUIET_ENVIRONMENT
 from helpers.index import build_index
 from helpers.records import write_records

@@ -15,7 +15,7 @@ import google_crc32c
 
 import helpers._framing as framing
 from helpers._checks import PathLike, check_compression, check_int
-from helpers._commit import committing, shard_paths, staged_index, temp_path
+from helpers._commit import committing, shard_paths, temp_path
 from helpers._framing import (
     RecordError,
     check_header,
@@ -23,6 +23,7 @@ from helpers._framing import (
     detect_compression,  # noqa: F401 (notebooks 03 and 06 call it from here)
     masked_crc32c,
 )
+from helpers._index_files import staged_index
 
 _WBITS = {"GZIP": 31, "ZLIB": 15}  # zlib's wbits; TensorFlow uses memLevel 9 for both
 

@@ -1,5 +1,6 @@
 """helpers.index: record boundaries, index files, random access with CRC checks, refusals."""
 
+import inspect
 import os
 import pickle
 import re
@@ -29,10 +30,18 @@ def expected_boundaries(payloads):
     return np.cumsum([0] + [16 + len(p) for p in payloads]).tolist()
 
 
+def keeping_mtime(path, write):
+    """Run ``write`` on ``path`` and set its st_mtime_ns back: damage a disk does, which the view's
+    identity check cannot see (its CRC checks do)."""
+    before = path.stat()
+    write()
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))
+
+
 def flip_byte(path, offset):
     data = bytearray(path.read_bytes())
     data[offset] ^= 0xFF
-    path.write_bytes(bytes(data))
+    keeping_mtime(path, lambda: path.write_bytes(bytes(data)))
 
 
 def test_build_index_finds_every_record_boundary(tfrecord):
@@ -100,10 +109,22 @@ def test_a_file_changed_after_indexing_is_reported_not_misread(tmp_path):
     other = tmp_path / "other.tfrecord"
     write_records(other, [b"a" * 4, b"b" * 16])  # the same size, other boundaries
     with RecordView(path) as view:
+        before = path.stat()
         with open(path, "r+b") as stream:  # changed in place, under the open view
             stream.write(other.read_bytes())
-        with pytest.raises(RecordError, match="record 1 at byte 26: length CRC mismatch"):
-            view[1]
+        later = before.st_mtime_ns + 1  # what the write did, at any resolution of the clock
+        os.utime(path, ns=(before.st_atime_ns, later))
+        for read in (lambda: view[1], lambda: view[[1]]):  # the first single read checks too
+            with pytest.raises(RecordError) as caught:
+                read()
+            assert (caught.value.index, caught.value.offset) == (0, 0)
+            assert caught.value.reason == (
+                "the file was written to since the view opened it (52 bytes): open a new view"
+            )
+        os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))  # a change the time hides
+        for read in (lambda: view[1], lambda: view[[1]]):  # the headers and CRCs see it
+            with pytest.raises(RecordError, match="record 1 at byte 26: length CRC mismatch"):
+                read()
 
 
 @pytest.mark.parametrize(
@@ -214,12 +235,13 @@ def test_a_record_whose_length_changed_since_indexing_is_named(tmp_path):
     other = tmp_path / "other.tfrecord"
     write_records(other, [b"a" * 10, b"b" * 12, b"c" * 8])  # record 1 at byte 26, longer
     with RecordView(path) as view:
-        path.write_bytes(other.read_bytes())
+        keeping_mtime(path, lambda: path.write_bytes(other.read_bytes()))
         with pytest.raises(RecordError) as caught:
             view[1]
     assert (caught.value.path, caught.value.index, caught.value.offset) == (str(path), 1, 26)
     assert caught.value.reason == (
-        "header says 12 payload bytes, the index 10: the file changed since indexing"
+        "no header of 10 payload bytes where the index puts one (it says 12): the index does "
+        f"not describe this file: rebuild it (python -m helpers index {path})"
     )
 
 
@@ -233,6 +255,11 @@ def test_a_damaged_header_under_an_open_reader_names_the_file(tfrecord):
         str(tfrecord),
         3,
         offsets[3],
+    )
+    assert caught.value.reason == (
+        "length CRC mismatch where the index puts a header: the file is damaged there, or the "
+        "index does not describe it (python -m helpers verify checks the file, python -m "
+        "helpers index rebuilds the index)"
     )
 
 
@@ -458,23 +485,29 @@ def test_indexing_refuses_a_record_longer_than_a_read_may_hold(tmp_path):
     with pytest.raises(RecordError) as caught:
         build_index(path)
     assert (caught.value.index, caught.value.offset) == (1, 16 + 5)
-    assert f"claims {300 << 20:,} bytes, more than max_record_bytes=268,435,456" in str(
-        caught.value
+    assert caught.value.reason == (
+        f"the record claims {300 << 20:,} bytes, more than the 268,435,456 an index allows "
+        "(helpers.records.iter_records reads it, given a larger max_record_bytes)"
     )
+    # The parameter it names is the reader's, which has it; build_index has none.
+    assert "max_record_bytes" in inspect.signature(iter_records).parameters
+    assert list(inspect.signature(build_index).parameters) == ["path"]
+    with pytest.raises(RecordError, match="more than the 268,435,456 an index allows"):
+        RecordView(path)
 
 
 def test_good_records_pass_the_fast_checks_without_the_careful_path(tmp_path, monkeypatch):
-    """The careful path (check_header, check_payload) re-checks a record that failed a fast
+    """The careful path (check_records, check_payload) re-checks a record that failed a fast
     check, so a fast check that wrongly failed good records would still return them, only
-    slower: forbid that path here."""
+    slower: forbid that path here (once the view is open: opening checks a sample)."""
 
     def careful_path(*args):
         raise AssertionError(f"a good record took the careful path: {args}")
 
-    monkeypatch.setattr(index, "check_header", careful_path)
-    monkeypatch.setattr(index, "check_payload", careful_path)
     paths = write_sharded(tmp_path / "x", PAYLOADS, 3, index=True)  # varied lengths in every file
     with RecordView(paths) as view:
+        monkeypatch.setattr(index, "check_records", careful_path)
+        monkeypatch.setattr(index, "check_payload", careful_path)
         numbers = list(range(len(view)))
         expected = [view.__getitems__([n])[0] for n in numbers]
         assert [view[n] for n in numbers] == expected  # one record at a time
@@ -504,3 +537,81 @@ def test_a_key_of_another_kind_is_named_in_the_type_error(tfrecord):
         for key, kind in [("1", "str"), (slice(0, 2), "slice"), (1.0, "float")]:
             with pytest.raises(TypeError, match=f"a sequence of them, not {kind}$"):
                 view[key]
+
+
+def test_record_numbers_must_be_integers_not_floats_or_bools(tfrecord):
+    """NumPy would read ``[0.9, 1.7]`` as records 0 and 1 and ``True`` as record 1."""
+    with RecordView(tfrecord) as view:
+        for key, kind in [
+            ([0.9, 1.7], "float64 values"),
+            (np.array([True, False]), "bool values"),
+            ([1, "2"], "<U21 values"),
+            ([1, None], "other objects"),
+        ]:
+            with pytest.raises(TypeError, match=f"^record numbers must be integers, not {kind}$"):
+                view[key]
+            with pytest.raises(TypeError, match="^record numbers must be integers"):
+                view.__getitems__(key)
+        for key in (True, np.bool_(False)):
+            with pytest.raises(TypeError, match="a record number or a sequence of them, not bool"):
+                view[key]
+        assert view[np.array([3, 1], np.uint8)] == [
+            PAYLOADS[3],
+            PAYLOADS[1],
+        ]  # integers of any kind
+        assert view[[]] == []  # NumPy makes a float array of it: no number, no error
+
+
+def test_a_closed_view_names_itself_and_its_files(tmp_path, tfrecord):
+    view = RecordView(tfrecord)
+    view.close()
+    closed = f"I/O operation on a closed RecordView (of {tfrecord})"
+    for read in (lambda: view[0], lambda: view[[0, 1]], lambda: view.__getitems__([2])):
+        with pytest.raises(ValueError, match=f"^{re.escape(closed)}$"):
+            read()
+    other = tmp_path / "other.tfrecord"
+    write_records(other, [b"x"])
+    for paths, named in [
+        ([tfrecord, other], f"{tfrecord} and {other}"),
+        ([tfrecord, other, other], f"{tfrecord} and 2 other files"),
+    ]:
+        view = RecordView(paths)
+        view.close()
+        with pytest.raises(ValueError, match=re.escape(f"closed RecordView (of {named})")):
+            view[0]
+
+
+def test_paths_may_be_bytes_and_anything_else_is_named(tfrecord):
+    with RecordView(os.fsencode(tfrecord)) as view:  # bytes: one path, as os.open takes it
+        assert view.paths == [tfrecord] and view[0] == PAYLOADS[0]
+    with RecordView([os.fsencode(tfrecord), str(tfrecord)]) as view:
+        assert len(view) == 2 * len(PAYLOADS)
+    with pytest.raises(TypeError, match=r"^expected a path or a sequence of paths, got int$"):
+        RecordView(3)
+    with pytest.raises(TypeError, match=r"got one holding 3 \(int\)$"):
+        RecordView([tfrecord, 3])
+
+
+def test_an_index_that_claims_impossible_spans_is_named_before_anything_is_read(tmp_path):
+    """A binary index may say anything between the records a view samples: a read never holds
+    what such a span claims, nor reads before byte 0; it names the record."""
+    paths = write_sharded(tmp_path / "x", [bytes(10)] * 3_000, 1, index=True)
+    binary = paths[0].with_name(paths[0].name + ".index.npy")
+    saved = np.load(binary)
+    for bounds_at, value, says in [
+        (1_500, 10 << 30, "bytes 38974-10737418240 of 78000"),  # 10 GiB long
+        (1_500, -26, "bytes 38974--26 of 78000"),  # ends before it starts
+    ]:
+        wrong = saved.copy()
+        wrong[3 + bounds_at] = value  # record 1,499's end and record 1,500's start
+        np.save(binary, wrong)  # made for this very file: mapped and trusted
+        with RecordView(paths) as view:  # record 1,500 is not sampled
+            assert view[0] == bytes(10)
+            for read in (lambda: view[1_499], lambda: view[[1_499]]):
+                with pytest.raises(RecordError) as caught:
+                    read()
+                assert (caught.value.index, caught.value.offset) == (1_499, 38974)
+                assert caught.value.reason.startswith(f"the index gives it {says}")
+        with RecordView(paths) as view, pytest.raises(RecordError) as caught:
+            view[[1_500]]  # starts 10 GiB in, or at byte -26
+        assert caught.value.index == 1_500 and "the index gives it bytes" in caught.value.reason

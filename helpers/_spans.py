@@ -1,0 +1,59 @@
+"""Byte spans of open files, read with ``os.pread`` (a file cut short gives short reads, never
+a SIGBUS as a memory map would): one read for each run of spans that follow each other in a
+file, and from up to 8 threads at once when the page cache lacks some (``RWF_NOWAIT``).
+``helpers.index``'s views read records and headers this way.
+"""
+
+import functools
+import itertools
+import os
+from concurrent.futures import ThreadPoolExecutor
+
+import numpy as np
+
+_THREADS = 8  # a batch on a cold cache: read from up to 8 threads,
+_SLICE = 16  # at least 16 reads each,
+_PROBE = 8  # when one of the first 8 is not all in the page cache
+_NOWAIT = getattr(os, "RWF_NOWAIT", None)  # Linux: a read that fails if it would wait
+_PAGE = 4096  # the bytes of a span its probe asks for
+_RUN = 1 << 30  # a run of spans read at once stays within one GiB-aligned GiB of the file
+
+
+@functools.cache
+def _pool(pid: int) -> ThreadPoolExecutor:  # this process's threads: a forked one makes its own
+    return ThreadPoolExecutor(_THREADS, "RecordView")
+
+
+def read_each(fds: np.ndarray, starts: np.ndarray, sizes: np.ndarray) -> list[bytes]:
+    """Each file's bytes ``[start, start + size)`` by ``os.pread``: from up to 8 threads at once
+    (it releases Python's lock) if the page cache lacks some of the first _PROBE of 32 or more."""
+
+    def cached(fd: int, size: int, start: int) -> bool:  # RWF_NOWAIT: fails rather than wait
+        try:
+            return os.preadv(fd, [bytearray(min(size, _PAGE))], start, _NOWAIT) == min(size, _PAGE)
+        except (OSError, TypeError, AttributeError):  # not all cached; no RWF_NOWAIT here
+            return False
+
+    def read(part: tuple[list[int], list[int], list[int]]) -> list[bytes]:
+        return list(map(os.pread, *part))  # file descriptors, sizes, offsets
+
+    work = (fds.tolist(), sizes.tolist(), starts.tolist())
+    if len(work[0]) < 2 * _SLICE or all(map(cached, *(column[:_PROBE] for column in work))):
+        return read(work)
+    cuts = np.linspace(0, len(work[0]), min(_THREADS, len(work[0]) // _SLICE) + 1).astype(int)
+    parts = [[column[a:b] for column in work] for a, b in itertools.pairwise(cuts.tolist())]
+    return [data for part in _pool(os.getpid()).map(read, parts) for data in part]
+
+
+def read_spans(fds: np.ndarray, starts: np.ndarray, sizes: np.ndarray) -> bytes:
+    """The bytes of each span, one after the other: one read for each run of spans that follow
+    each other in a file (records read in order), :func:`read_each` for the runs."""
+    ends = starts + sizes
+    breaks = (
+        (starts[1:] != ends[:-1])
+        | (fds[1:] != fds[:-1])
+        | (starts[1:] // _RUN != starts[:-1] // _RUN)
+    )
+    firsts = np.flatnonzero(np.concatenate([[True], breaks]))
+    lasts = np.append(firsts[1:], len(starts)) - 1
+    return b"".join(read_each(fds[firsts], starts[firsts], ends[lasts] - starts[firsts]))
