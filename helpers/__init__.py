@@ -8,9 +8,10 @@ a lower one, lazy imports inside functions too (tests/test_helpers_structure.py 
 it); a new module joins a layer here.
 
 1. Private core: ``__init__``, ``_checks``, ``_magic``, ``_tensorflow``, ``_framing``,
-   ``_commit``, ``_examples``: what the modules above share and no notebook calls: argument
-   checks, magic bytes, the quiet-TensorFlow environment, the record framing and its one
-   check, atomic commits, the protobuf messages and the keys of each kind of record.
+   ``_commit``, ``_index_files``, ``_spans``, ``_examples``: what the modules above share and
+   no notebook calls: argument checks, magic bytes, the quiet-TensorFlow environment, the
+   record framing and its one check, atomic commits, the index files beside a shard, reads of
+   byte spans, the protobuf messages and the keys of each kind of record.
 2. Format engine: ``records``, ``index``, ``shuffle``, ``describe``, ``arrays``: TFRecord files
    in Python: write, read and verify them, index them and read any record by its number,
    shuffle record numbers (``shuffle`` also hands its order to ``tf.data``), describe what the

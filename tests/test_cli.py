@@ -154,8 +154,8 @@ def test_verify_inspect_and_index_say_what_is_wrong_with_a_file_in_the_same_word
         "is damaged",
         f"short.tfrecord: record 3 at byte {files[3]}: file ends inside a record header (5 of 12 "
         "bytes)",
-        "text.tfrecord: record 0 at byte 0: neither a TFRecord file nor a GZIP- or "
-        "ZLIB-compressed one",
+        "text.tfrecord: record 0 at byte 0: length CRC mismatch: this is not a TFRecord file "
+        "(or its first header is damaged)",
     ]
     assert said["inspect"][2] == said["verify"][2] == said["index"][2]
     assert said["index"][1] == "good.tfrecord: indexed, 4 records\n"  # the rest is still done
