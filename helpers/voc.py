@@ -196,32 +196,6 @@ class Annotation:
     objects: tuple[VOCObject, ...]
 
 
-class _RefusingDoctype(ET.TreeBuilder):
-    """A tree builder that refuses a DOCTYPE at its start: so no ENTITY is ever read."""
-
-    def __init__(self, where: str) -> None:
-        super().__init__()
-        self.where = where
-
-    def doctype(self, *_: object) -> None:
-        raise VOCError(f"{self.where} declares a DOCTYPE or ENTITY: refused (hostile XML)")
-
-
-def _parse_xml(path: Path, where: str) -> ET.Element:
-    """The root element of the XML file ``path``; VOCError (named ``where``) if it is missing,
-    malformed or declares a DOCTYPE."""
-    parser = ET.XMLParser(target=_RefusingDoctype(where))
-    try:
-        parser.feed(path.read_bytes())
-        return parser.close()
-    except FileNotFoundError:
-        raise _MissingFile(f"{where} not found") from None
-    except ET.ParseError as error:
-        line, column = error.position
-        problem = f"line {line}, column {column + 1}: {expat.ErrorString(error.code)}"
-        raise VOCError(f"{where} is not well-formed XML: {problem}") from None
-
-
 def _text(where: str, element: ET.Element, field: str) -> str:
     """The stripped text of ``element``'s ``field``; VOCError if it is missing or blank."""
     found = element.find(field)
@@ -255,12 +229,9 @@ def _object(where: str, element: ET.Element, width: int, height: int) -> VOCObje
     name = _text(where, element, "name")
     if name not in VOC_CLASSES[1:]:
         raise VOCError(f"{where}: unknown class {name!r} (not a VOC class)")
-    box = {
-        corner: _number(
-            where, element, f"bndbox/{corner}", 1, width if corner[0] == "x" else height
-        )
-        for corner in ("xmin", "xmax", "ymin", "ymax")
-    }
+    corners = ("xmin", "xmax", "ymin", "ymax")
+    limit = {"x": width, "y": height}
+    box = {c: _number(where, element, f"bndbox/{c}", 1, limit[c[0]]) for c in corners}
     if box["xmin"] > box["xmax"] or box["ymin"] > box["ymax"]:
         corners = f"({box['xmin']}, {box['ymin']}, {box['xmax']}, {box['ymax']})"
         raise VOCError(f"{where}: {name} box {corners} has min > max")
@@ -274,7 +245,21 @@ def load_annotation(root: PathLike, image_id: str) -> Annotation:
     id and file: missing (a FileNotFoundError too), malformed XML, DOCTYPE, or a bad field."""
     path = Path(root) / "Annotations" / f"{_plain(image_id, 'image id')}.xml"
     where = f"annotation of image id {image_id!r} ({path})"
-    tree = _parse_xml(path, where)
+
+    class RefusingDoctype(ET.TreeBuilder):  # refused at a DOCTYPE's start: no ENTITY is read
+        def doctype(self, *_: object) -> None:
+            raise VOCError(f"{where} declares a DOCTYPE or ENTITY: refused (hostile XML)")
+
+    parser = ET.XMLParser(target=RefusingDoctype())
+    try:
+        parser.feed(path.read_bytes())
+        tree = parser.close()
+    except FileNotFoundError:
+        raise _MissingFile(f"{where} not found") from None
+    except ET.ParseError as error:
+        line, column = error.position
+        problem = f"line {line}, column {column + 1}: {expat.ErrorString(error.code)}"
+        raise VOCError(f"{where} is not well-formed XML: {problem}") from None
     if tree.tag != "annotation":
         raise VOCError(f"{where}: <{tree.tag}>, expected <annotation> of {image_id}.jpg")
     filename = _text(where, tree, "filename")
