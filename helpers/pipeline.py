@@ -18,31 +18,19 @@ _FILE_STRIDE = 2**40  # a record's position: file number * _FILE_STRIDE + index 
 _MISSING = {"int64": -1, "bytes": b""}  # what a missing key parses as; _decode's checks name it
 
 
-def _parsing_spec(encoding: str) -> dict:
-    """``encoding``'s spec with a default for every key, one no valid record holds: a record that
-    lacks a key still parses, and the checks of :func:`_decode` say which key it lacks."""
-    keys = SEGMENTATION[encoding]
-    return parsing_spec(
-        {name: key._replace(default=_MISSING[key.kind]) for name, key in keys.items()}
-    )
-
-
-def _first_features(path: Path, compression: str | None) -> dict | None:
-    """The features of record 0 of ``path``; None if it has no record. ValueError if the record
-    is not a ``tf.train.Example``."""
+def _schema(path: Path, compression: str | None) -> str | None:
+    """The schema of record 0 ("raw" or "encoded"), checked in full; None if there is none.
+    ValueError naming the file if record 0 is not a ``tf.train.Example``, has the required keys
+    of neither schema, or a key holds not one value of its kind (an optional key may be missing)."""
     from google.protobuf.message import DecodeError
 
     first = next(iter_records(path, compression), None)
     if first is None:
         return None
     try:
-        return message("Example").FromString(first).features.feature
+        features = message("Example").FromString(first).features.feature
     except DecodeError as error:
         raise ValueError(f"{path}: record 0 is not a tf.train.Example ({error})") from None
-
-
-def _matching_schema(path: Path, features: dict) -> str:
-    """The first schema whose required keys ``features`` all has; ValueError naming both if none."""
     required = {
         name: [k for k, key in keys.items() if key.default is None]
         for name, keys in SEGMENTATION.items()
@@ -52,54 +40,15 @@ def _matching_schema(path: Path, features: dict) -> str:
         expected = "; ".join(f"{name}: {', '.join(keys)}" for name, keys in required.items())
         problem = f"record 0 has features {sorted(features)}, which match neither VOC schema"
         raise ValueError(f"{path}: {problem} (expected every key of one: {expected})")
-    return found[0]
-
-
-def _check_one_value_each(path: Path, schema: str, features: dict) -> None:
-    """ValueError naming the first key of ``schema`` that does not hold one value of its kind
-    in ``features`` (an optional key may be missing)."""
-    for name, key in SEGMENTATION[schema].items():
+    for name, key in SEGMENTATION[found[0]].items():
         kind = f"{key.kind}_list"
         held = features[name].WhichOneof("kind") if name in features else None
         count = len(getattr(features[name], kind).value) if held == kind else 0
         if count != 1 and (held or key.default is None):
             what = {kind: f"{count} values", None: "nothing"}.get(held, f"a {held}")
-            where = f"{path}: record 0 ({schema} schema): feature {name!r}"
+            where = f"{path}: record 0 ({found[0]} schema): feature {name!r}"
             raise ValueError(f"{where} holds {what}, expected one value in a {kind}")
-
-
-def _schema(path: Path, compression: str | None) -> str | None:
-    """The schema of record 0 ("raw" or "encoded"), checked in full; None if there is none."""
-    features = _first_features(path, compression)
-    if features is None:
-        return None
-    schema = _matching_schema(path, features)
-    _check_one_value_each(path, schema, features)
-    return schema
-
-
-def _expand(files: str | os.PathLike | Sequence) -> list[Path]:
-    """``files`` as paths. One path that names no file but holds ``*``, ``?`` or ``[`` is a glob
-    pattern: its matches, sorted (a file whose name holds them is read as that file).
-    FileNotFoundError if the pattern matches nothing."""
-    if not isinstance(files, (str, os.PathLike)):
-        return check_paths(files)
-    name = os.fspath(files)
-    if os.path.isfile(name) or not glob.has_magic(name):
-        return check_paths(files)
-    matches = sorted(glob.glob(name))
-    if not matches:
-        raise FileNotFoundError(f"no file matches {name!r}, and no file has that name")
-    return check_paths(matches)
-
-
-def _check_exist(paths: list[Path]) -> None:
-    """ValueError if ``paths`` is empty; FileNotFoundError naming every path that is no file."""
-    if not paths:
-        raise ValueError("files is empty: pass at least one TFRecord file")
-    missing = [str(p) for p in paths if not p.is_file()]
-    if missing:
-        raise FileNotFoundError(f"no such file: {', '.join(missing)}")
+    return found[0]
 
 
 def _agreed(field: str, asked: object, found: dict[Path, object]) -> object:
@@ -117,10 +66,21 @@ def _agreed(field: str, asked: object, found: dict[Path, object]) -> object:
 
 
 def _inputs(files: str | os.PathLike | Sequence, encoding: str, compression: object) -> tuple:
-    """``(paths, encoding, compression)`` of a path, glob pattern (sorted) or sequence of paths;
+    """``(paths, encoding, compression)`` of a path, glob pattern or sequence of paths. One path
+    that names no file but holds ``*``, ``?`` or ``[`` is a pattern: its matches, sorted.
     FileNotFoundError, or ValueError naming a file of another format."""
-    paths = _expand(files)
-    _check_exist(paths)
+    if isinstance(files, (str, os.PathLike)) and not os.path.isfile(files):
+        pattern = os.fspath(files)
+        if glob.has_magic(pattern):
+            files = sorted(glob.glob(pattern))
+            if not files:
+                raise FileNotFoundError(f"no file matches {pattern!r}, and no file has that name")
+    paths = check_paths(files)
+    if not paths:
+        raise ValueError("files is empty: pass at least one TFRecord file")
+    missing = [str(p) for p in paths if not p.is_file()]
+    if missing:
+        raise FileNotFoundError(f"no such file: {', '.join(missing)}")
     if encoding not in ("auto", *SEGMENTATION):
         raise ValueError(f"encoding must be 'auto', 'raw' or 'encoded', got {encoding!r}")
     asked_compression = check_compression(compression, auto=True)
@@ -134,28 +94,33 @@ def _inputs(files: str | os.PathLike | Sequence, encoding: str, compression: obj
     return paths, found_encoding, found_compression
 
 
-def _decode_raw(values: dict, check) -> tuple:
-    """(image, mask) of a raw-schema record's ``values``, once its sizes add up."""
+def _decode(serialized, encoding: str, where: list):
+    """(image, mask) of a record once its checks pass: raw sizes add up; the JPEG (decoded as
+    Pillow decodes it) and the PNG are there, the mask grayscale and both of one size. Failed
+    checks name ``where``; they hold only strings and int32: others make a stateful op (serial
+    pipeline)."""
     import tensorflow as tf
 
-    height = tf.cast(values["height"], tf.int32)
-    width = tf.cast(values["width"], tf.int32)
-    checks = [check((height > 0) & (width > 0), "height, width (missing?):", height, width)]
-    for key, channels in (("image_raw", 3), ("mask_raw", 1)):
-        size = tf.strings.length(values[key])
-        expected = height * width * channels
-        text = f"expected height*width*{channels} ="
-        checks.append(check(size == expected, f"{key} bytes:", size, text, expected))
-    with tf.control_dependencies(checks):
-        pixels = [tf.io.decode_raw(values[k], tf.uint8) for k in ("image_raw", "mask_raw")]
-    return tf.reshape(pixels[0], [height, width, 3]), tf.reshape(pixels[1], [height, width, 1])
+    def check(condition, *parts):
+        return tf.debugging.Assert(condition, [*where, *parts], summarize=8)
 
-
-def _decode_encoded(values: dict, check) -> tuple:
-    """(image, mask) of an encoded-schema record's ``values``: the JPEG decoded as Pillow decodes
-    it, the PNG as it is, once both are there, the mask grayscale and both of one size."""
-    import tensorflow as tf
-
+    # Every key gets a default no valid record holds: a record that lacks one still parses,
+    # and a check below says which key it lacks.
+    keys = SEGMENTATION[encoding]
+    spec = {name: key._replace(default=_MISSING[key.kind]) for name, key in keys.items()}
+    values = tf.io.parse_single_example(serialized, parsing_spec(spec))
+    if encoding == "raw":
+        height = tf.cast(values["height"], tf.int32)
+        width = tf.cast(values["width"], tf.int32)
+        checks = [check((height > 0) & (width > 0), "height, width (missing?):", height, width)]
+        for key, channels in (("image_raw", 3), ("mask_raw", 1)):
+            size = tf.strings.length(values[key])
+            expected = height * width * channels
+            text = f"expected height*width*{channels} ="
+            checks.append(check(size == expected, f"{key} bytes:", size, text, expected))
+        with tf.control_dependencies(checks):
+            pixels = [tf.io.decode_raw(values[k], tf.uint8) for k in ("image_raw", "mask_raw")]
+        return tf.reshape(pixels[0], [height, width, 3]), tf.reshape(pixels[1], [height, width, 1])
     keys = ("image/encoded", "image/segmentation/class/encoded")
     checks = [check(tf.strings.length(values[k]) > 0, f"{k} is empty (missing?)") for k in keys]
     with tf.control_dependencies(checks):
@@ -170,20 +135,6 @@ def _decode_encoded(values: dict, check) -> tuple:
     ]
     with tf.control_dependencies(checks):
         return tf.identity(image), tf.ensure_shape(tf.identity(mask), [None, None, 1])
-
-
-def _decode(serialized, encoding: str, where: list):
-    """(image, mask) of a record; failed checks name ``where``. They hold only strings and int32:
-    others make a stateful op (serial pipeline)."""
-    import tensorflow as tf
-
-    def check(condition, *parts):
-        return tf.debugging.Assert(condition, [*where, *parts], summarize=8)
-
-    values = tf.io.parse_single_example(serialized, _parsing_spec(encoding))
-    if encoding == "raw":
-        return _decode_raw(values, check)
-    return _decode_encoded(values, check)
 
 
 def _check_size(size: object) -> tuple[int, int]:
