@@ -18,9 +18,9 @@ _DETECT = object()  # a non-string default: argparse passes string defaults thro
 _say = functools.partial(print, flush=True)  # flushed, so that stdout and stderr stay in order
 
 
-def _complain(line: str) -> int:  # the line on stderr; 1, a failed command's exit status
+def _complain(line: str, status: int = 1) -> int:  # the line on stderr; the exit status
     print(line, file=sys.stderr, flush=True)
-    return 1
+    return status
 
 
 def _int_at_least(minimum: int, what: str) -> Callable[[str], int]:
@@ -40,21 +40,9 @@ def _compression(text: str) -> str | None:
         raise argparse.ArgumentTypeError(f"expected GZIP, ZLIB or NONE, got {text!r}") from None
 
 
-def _problem(path: Path, error: OSError | ValueError, compression: str | None) -> str:
-    """The line that says what went wrong with ``path``, in the same words for every command."""
-    if isinstance(error, RecordError):
-        uncompressed = " of the uncompressed stream" if compression else ""
-        where = f"{error.path}: record {error.index} at byte {error.offset}{uncompressed}"
-        return f"{where}: {error.reason}"
-    if isinstance(error, OSError) and error.strerror:  # the system's error: name its file
-        if error.filename is None or str(error.filename) == str(path):
-            return f"{path}: {error.strerror}"
-        return f"{path}: {error.filename}: {error.strerror}"
-    return str(error)  # the helpers' own messages name the file
-
-
 def _intact(path: Path, asked: object, work: Callable[[Path, str | None], bool]) -> bool:
-    """Whether ``work(path, compression)`` went well; one line on stderr if it did not."""
+    """Whether ``work(path, compression)`` went well; if not, one line on stderr that says what
+    went wrong, in the same words for every command."""
     compression = None
     try:
         compression = detect_compression(path) if asked is _DETECT else asked
@@ -62,7 +50,16 @@ def _intact(path: Path, asked: object, work: Callable[[Path, str | None], bool])
     except BrokenPipeError:  # stdout's reader went away (``| head``): main stops quietly
         raise
     except (OSError, ValueError) as error:  # RecordError is a ValueError
-        _complain(_problem(path, error, compression))
+        line = str(error)  # the helpers' own messages name the file
+        if isinstance(error, RecordError):
+            uncompressed = " of the uncompressed stream" if compression else ""
+            where = f"{error.path}: record {error.index} at byte {error.offset}{uncompressed}"
+            line = f"{where}: {error.reason}"
+        elif isinstance(error, OSError) and error.strerror:  # the system's error: name its file
+            line = f"{path}: {error.strerror}"
+            if error.filename is not None and str(error.filename) != str(path):
+                line = f"{path}: {error.filename}: {error.strerror}"
+        _complain(line)
         return False
 
 
@@ -122,9 +119,13 @@ def _convert_voc(args: argparse.Namespace) -> int:
     """Convert a split of a VOC2012-layout folder into TFRecord shards
     PREFIX-00000-of-0000N.tfrecord, with a progress bar on stderr and a one-line summary.
     Existing outputs are replaced only with --overwrite."""
-    refused = _refused(args)
-    if refused:
-        return refused
+    if args.voc_root is not None and not args.voc_root.is_dir():
+        return _complain(f"convert-voc: --voc-root {args.voc_root}: no such folder")
+    if args.engine == "local" and (args.beam_option or args.verbose):
+        return _complain("convert-voc: --beam-option and --verbose need --engine beam", 2)
+    if args.index and args.compression:
+        plain = "--index needs plain shards: compressed ones cannot be indexed"
+        return _complain(f"convert-voc: {plain}", 2)
     try:
         paths = _convert(args)
     except FileExistsError as error:
@@ -138,19 +139,6 @@ def _convert_voc(args: argparse.Namespace) -> int:
         failed = f"the Beam pipeline failed: {error} (--verbose shows Beam's log)"
         return _complain(f"convert-voc: {failed}")
     _say(_written(args.split, paths, args.compression))
-    return 0
-
-
-def _refused(args: argparse.Namespace) -> int:
-    """Options of convert-voc that do not fit: the exit status, the reason on stderr; else 0."""
-    if args.voc_root is not None and not args.voc_root.is_dir():
-        return _complain(f"convert-voc: --voc-root {args.voc_root}: no such folder")
-    if args.engine == "local" and (args.beam_option or args.verbose):
-        _complain("convert-voc: --beam-option and --verbose need --engine beam")
-        return 2
-    if args.index and args.compression:
-        _complain("convert-voc: --index needs plain shards: compressed ones cannot be indexed")
-        return 2
     return 0
 
 
@@ -251,8 +239,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         return args.run(args)
     except KeyboardInterrupt:
-        _complain("interrupted")
-        return 130
+        return _complain("interrupted", 130)
     except BrokenPipeError:  # e.g. `... inspect big.tfrecord | head`: stop quietly
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
