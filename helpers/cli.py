@@ -138,7 +138,11 @@ def _convert_voc(args: argparse.Namespace) -> int:
             raise
         failed = f"the Beam pipeline failed: {error} (--verbose shows Beam's log)"
         return _complain(f"convert-voc: {failed}")
-    _say(_written(args.split, paths, args.compression))
+    where = str(paths[0]) if len(paths) == 1 else f"{paths[0]} ... {paths[-1].name}"
+    records = sum(verify(path, args.compression) for path in paths)  # as the shards read back
+    size = sum(path.stat().st_size for path in paths)
+    counts = f"{plural(records, 'record')} in {plural(len(paths), 'file')}, {size:,} bytes"
+    _say(f"wrote split {args.split!r}: {counts}: {where}")
     return 0
 
 
@@ -157,15 +161,6 @@ def _convert(args: argparse.Namespace) -> list[Path]:
 
     beam = {"beam_options": args.beam_option, "verbose": args.verbose}
     return convert_with_beam(root, args.split, args.out, **beam, **common)
-
-
-def _written(split: str, paths: list[Path], compression: str | None) -> str:
-    """The line that says what convert-voc wrote, counted from the shards as they read back."""
-    where = str(paths[0]) if len(paths) == 1 else f"{paths[0]} ... {paths[-1].name}"
-    records = sum(verify(path, compression) for path in paths)
-    size = sum(path.stat().st_size for path in paths)
-    counts = f"{plural(records, 'record')} in {plural(len(paths), 'file')}, {size:,} bytes"
-    return f"wrote split {split!r}: {counts}: {where}"
 
 
 def _parser() -> argparse.ArgumentParser:
