@@ -34,34 +34,6 @@ def _jpeg_size(where: str, jpeg: object) -> tuple[int, int]:
         raise ValueError(f"{where}: the JPEG header cannot be read ({error})") from None
 
 
-def _check_day(where: str, jpegs: Sequence[bytes], labels: object, stamps: object) -> tuple:
-    """Return labels as float32 ``[N, L]`` and timestamps as int64 ``[N]``, or raise ValueError."""
-    labels = np.asarray(labels)
-    stamps = np.asarray(stamps)
-    if labels.ndim != 2 or labels.dtype.kind not in "iuf" or not labels.size:
-        raise ValueError(f"{where}: expected labels [frames, L] numbers, got {labels.shape}")
-    if stamps.ndim != 1 or stamps.dtype.kind not in "iu":
-        raise ValueError(f"{where}: expected integer timestamps [frames], got {stamps.dtype}")
-    if not len(jpegs) == len(labels) == len(stamps):
-        counts = f"{len(jpegs)} frames, {len(labels)} label rows, {len(stamps)} timestamps"
-        raise ValueError(f"{where}: {counts}; expected one of each per frame")
-    with np.errstate(over="ignore"):  # what the record holds: 1e39 is inf in float32
-        stored = labels.astype(np.float32)
-    if not np.isfinite(stored).all():
-        i = np.flatnonzero(~np.isfinite(stored).all(axis=1))[0]
-        got = labels[i].tolist()
-        raise ValueError(f"{where}: frame {i}: expected finite float32 labels, got {got}")
-    if (np.diff(stamps) <= 0).any():
-        i = np.flatnonzero(np.diff(stamps) <= 0)[0] + 1
-        order = f"timestamp {stamps[i]} is not after frame {i - 1}'s {stamps[i - 1]}"
-        raise ValueError(f"{where}: frame {i}: {order}; expected strictly increasing time")
-    sizes = [_jpeg_size(f"{where}: frame {i}", jpeg) for i, jpeg in enumerate(jpegs)]
-    if len(set(sizes)) > 1:
-        i = next(i for i, size in enumerate(sizes) if size != sizes[0])
-        raise ValueError(f"{where}: frame {i} is {sizes[i]} but frame 0 is {sizes[0]} (H, W)")
-    return stored, stamps.astype(np.int64)
-
-
 def write_day(
     path: str | os.PathLike,
     jpegs: Sequence[bytes],
@@ -71,10 +43,33 @@ def write_day(
 ) -> int:
     """Write a day, an Example per frame; return the count (notebook 05). ValueError (file,
     frame) for frames, labels or timestamps that do not fit; FileExistsError."""
-    labels, stamps = _check_day(str(path), jpegs, labels, timestamps)
+    labels = np.asarray(labels)
+    stamps = np.asarray(timestamps)
+    if labels.ndim != 2 or labels.dtype.kind not in "iuf" or not labels.size:
+        raise ValueError(f"{path}: expected labels [frames, L] numbers, got {labels.shape}")
+    if stamps.ndim != 1 or stamps.dtype.kind not in "iu":
+        raise ValueError(f"{path}: expected integer timestamps [frames], got {stamps.dtype}")
+    if not len(jpegs) == len(labels) == len(stamps):
+        counts = f"{len(jpegs)} frames, {len(labels)} label rows, {len(stamps)} timestamps"
+        raise ValueError(f"{path}: {counts}; expected one of each per frame")
+    with np.errstate(over="ignore"):  # what the record holds: 1e39 is inf in float32
+        stored = labels.astype(np.float32)
+    if not np.isfinite(stored).all():
+        i = np.flatnonzero(~np.isfinite(stored).all(axis=1))[0]
+        got = labels[i].tolist()
+        raise ValueError(f"{path}: frame {i}: expected finite float32 labels, got {got}")
+    if (np.diff(stamps) <= 0).any():
+        i = np.flatnonzero(np.diff(stamps) <= 0)[0] + 1
+        order = f"timestamp {stamps[i]} is not after frame {i - 1}'s {stamps[i - 1]}"
+        raise ValueError(f"{path}: frame {i}: {order}; expected strictly increasing time")
+    sizes = [_jpeg_size(f"{path}: frame {i}", jpeg) for i, jpeg in enumerate(jpegs)]
+    if len(set(sizes)) > 1:
+        i = next(i for i, size in enumerate(sizes) if size != sizes[0])
+        raise ValueError(f"{path}: frame {i} is {sizes[i]} but frame 0 is {sizes[0]} (H, W)")
+    frames = zip(jpegs, stamps.astype(np.int64).tolist(), stored.tolist(), strict=True)
     payloads = (
         example_bytes(FRAME, {_ENCODED: jpeg, _TIMESTAMP: stamp, _LABELS: row})
-        for jpeg, stamp, row in zip(jpegs, stamps.tolist(), labels.tolist(), strict=True)
+        for jpeg, stamp, row in frames
     )
     return write_records(path, payloads, overwrite=overwrite)
 
