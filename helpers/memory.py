@@ -23,8 +23,7 @@ def _rss_bytes() -> int:
 @contextmanager
 def track_peak_memory() -> Iterator[SimpleNamespace]:
     """Yield a result whose ``peak_increase_mib`` is, after the block, how far resident memory
-    rose. It is sampled every 5 ms, so a shorter spike may be missed. ImportError without /proc
-    or psutil."""
+    rose, sampled every 5 ms (a shorter spike may be missed). ImportError without /proc, psutil."""
     start = peak = _rss_bytes()
     done = threading.Event()
 

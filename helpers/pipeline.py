@@ -95,10 +95,9 @@ def _inputs(files: str | os.PathLike | Sequence, encoding: str, compression: obj
 
 
 def _decode(serialized, encoding: str, where: list):
-    """(image, mask) of a record once its checks pass: raw sizes add up; the JPEG (decoded as
-    Pillow decodes it) and the PNG are there, the mask grayscale and both of one size. Failed
-    checks name ``where``; they hold only strings and int32: others make a stateful op (serial
-    pipeline)."""
+    """(image, mask) of a record once checks pass (raw: the sizes add up; encoded: both files are
+    there, the mask is grayscale, both of one size; the JPEG decoded as Pillow does). Failed
+    checks name ``where`` and hold only strings and int32 (others make a stateful op)."""
     import tensorflow as tf
 
     def check(condition, *parts):
