@@ -66,9 +66,8 @@ def _agreed(field: str, asked: object, found: dict[Path, object]) -> object:
 
 
 def _inputs(files: str | os.PathLike | Sequence, encoding: str, compression: object) -> tuple:
-    """``(paths, encoding, compression)`` of a path, glob pattern or sequence of paths. One path
-    that names no file but holds ``*``, ``?`` or ``[`` is a pattern: its matches, sorted.
-    FileNotFoundError, or ValueError naming a file of another format."""
+    """``(paths, encoding, compression)`` of :func:`voc_batches`' ``files`` (a pattern's matches
+    sorted); FileNotFoundError, or ValueError naming a file of another format."""
     if isinstance(files, (str, os.PathLike)) and not os.path.isfile(files):
         pattern = os.fspath(files)
         if glob.has_magic(pattern):
