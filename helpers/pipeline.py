@@ -51,20 +51,6 @@ def _schema(path: Path, compression: str | None) -> str | None:
     return found[0]
 
 
-def _agreed(field: str, asked: object, found: dict[Path, object]) -> object:
-    """The ``field`` that every file of ``found`` has (None if ``found`` is empty). ValueError
-    naming a file whose value differs from ``asked`` (unless "auto") or from the first file's."""
-    first, known = next(iter(found.items()), (None, None))
-    for path, value in found.items():
-        if asked not in ("auto", value):
-            asking = f"{path}: {field}={asked!r} was asked for"
-            raise ValueError(f"{asking}, but the file's {field} is {value!r}")
-        if value != known:
-            disagree = f"{first} is {known!r} but {path} is {value!r}"
-            raise ValueError(f"files disagree on {field}: {disagree}; read them separately")
-    return known
-
-
 def _inputs(files: str | os.PathLike | Sequence, encoding: str, compression: object) -> tuple:
     """``(paths, encoding, compression)`` of :func:`voc_batches`' ``files`` (a pattern's matches
     sorted); FileNotFoundError, or ValueError naming a file of another format."""
@@ -82,15 +68,22 @@ def _inputs(files: str | os.PathLike | Sequence, encoding: str, compression: obj
         raise FileNotFoundError(f"no such file: {', '.join(missing)}")
     if encoding not in ("auto", *SEGMENTATION):
         raise ValueError(f"encoding must be 'auto', 'raw' or 'encoded', got {encoding!r}")
-    asked_compression = check_compression(compression, auto=True)
-    # Files of no records are left out: any format fits them.
+    asked = {"encoding": encoding, "compression": check_compression(compression, auto=True)}
     stored = {path: detect_compression(path) for path in paths if path.stat().st_size}
     schemas = {path: _schema(path, how) for path, how in stored.items()}
-    found_compression = _agreed("compression", asked_compression, stored)
-    found_encoding = _agreed("encoding", encoding, {p: e for p, e in schemas.items() if e})
-    if found_encoding is None:
+    found = {"compression": stored, "encoding": {p: e for p, e in schemas.items() if e}}
+    for field, values in found.items():  # files of no records are left out: any format fits
+        first, known = next(iter(values.items()), (None, None))
+        for path, value in values.items():
+            if asked[field] not in ("auto", value):
+                asking = f"{path}: {field}={asked[field]!r} was asked for"
+                raise ValueError(f"{asking}, but the file's {field} is {value!r}")
+            if value != known:
+                disagree = f"{first} is {known!r} but {path} is {value!r}"
+                raise ValueError(f"files disagree on {field}: {disagree}; read them separately")
+    if not found["encoding"]:
         raise ValueError(f"no records in {', '.join(map(str, paths))}")
-    return paths, found_encoding, found_compression
+    return paths, next(iter(found["encoding"].values())), next(iter(stored.values()))
 
 
 def _decode(serialized, encoding: str, where: list):
