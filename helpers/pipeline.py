@@ -15,7 +15,7 @@ if TYPE_CHECKING:
     import tensorflow as tf
 
 _FILE_STRIDE = 2**40  # a record's position: file number * _FILE_STRIDE + index in its file
-_MISSING = {"int64": -1, "bytes": b""}  # what a missing key parses as; _decode's checks name it
+_MISSING = {"int64": -1, "bytes": b""}  # a missing key parses as no valid value: _decode names it
 
 
 def _schema(path: Path, compression: str | None) -> str | None:
@@ -95,8 +95,6 @@ def _decode(serialized, encoding: str, where: list):
     def check(condition, *parts):
         return tf.debugging.Assert(condition, [*where, *parts], summarize=8)
 
-    # Every key gets a default no valid record holds: a record that lacks one still parses,
-    # and a check below says which key it lacks.
     keys = SEGMENTATION[encoding]
     spec = {name: key._replace(default=_MISSING[key.kind]) for name, key in keys.items()}
     values = tf.io.parse_single_example(serialized, parsing_spec(spec))
