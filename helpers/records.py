@@ -77,15 +77,6 @@ class _RecordFile(contextlib.AbstractContextManager):
         self.file.close()
 
 
-def _as_bytes(payload: object, number: int, target: Path) -> bytes:
-    """A bytearray or memoryview ``payload`` as bytes (google_crc32c takes bytes only); else
-    TypeError naming record ``number`` and the file it was for."""
-    if not isinstance(payload, (bytearray, memoryview)):
-        kind = type(payload).__name__
-        raise TypeError(f"record {number} for {target} is {kind}, expected bytes")
-    return bytes(payload)
-
-
 def _write_all(
     paths: list[Path],
     payloads: Iterable[bytes],
@@ -98,8 +89,12 @@ def _write_all(
     with committing(paths, overwrite) as pairs, contextlib.ExitStack() as opened:
         files = [opened.enter_context(_RecordFile(p, compression, index, pairs)) for p in paths]
         for number, payload in enumerate(payloads):
-            if not isinstance(payload, bytes):  # checked first: the common case pays only this
-                payload = _as_bytes(payload, number, paths[number % len(paths)])
+            if not isinstance(payload, bytes):  # google_crc32c takes bytes only
+                if not isinstance(payload, (bytearray, memoryview)):
+                    target = paths[number % len(paths)]
+                    kind = type(payload).__name__
+                    raise TypeError(f"record {number} for {target} is {kind}, expected bytes")
+                payload = bytes(payload)
             files[number % len(files)].write(payload)
         for file in files:
             file.finish()
@@ -115,11 +110,10 @@ def write_records(
     """Write ``payloads`` as TFRecord records to ``path``; return how many were written.
 
     ``tf.io.TFRecordWriter``, made sturdy (notebook 04, "Write 70,000 records sorted by label";
-    notebook 05 writes with it too, and notebook 06, "Check a record as every reader does" shows
-    its bytes are TensorFlow's): the file appears only when complete (temporary file, fsync,
-    rename); an existing one is replaced only if ``overwrite``. Raises FileExistsError if
-    ``path`` exists and not ``overwrite``, FileNotFoundError if its folder does not exist,
-    ValueError for an unknown ``compression``, TypeError for a non-bytes payload.
+    notebook 06, "Check a record as every reader does" shows its bytes are TensorFlow's): the
+    file appears only when complete. Raises FileExistsError if ``path`` exists and not
+    ``overwrite``, FileNotFoundError if its folder does not exist, ValueError for an unknown
+    ``compression``, TypeError for a non-bytes payload.
     """
     return _write_all([Path(path)], payloads, check_compression(compression), overwrite)[0]
 
@@ -226,10 +220,9 @@ def iter_records(
 ) -> Iterator[bytes] | Iterator[tuple[int, bytes]]:
     """Yield the payload of every record, both CRCs checked (notebook 06, "Check a record as
     every reader does"); with ``offsets=True``, ``(offset in the uncompressed stream, payload)``
-    (notebook 06, "Damage a file on purpose"). A record over ``max_record_bytes`` (default 256
-    MiB) is refused unread.
-    Raises RecordError at the first damaged or too long record, ValueError for an unknown
-    ``compression``, FileNotFoundError if there is no file."""
+    (notebook 06, "Damage a file on purpose"). Raises RecordError at the first damaged record
+    or one over ``max_record_bytes`` (default 256 MiB; refused unread), ValueError for an
+    unknown ``compression``, FileNotFoundError if there is no file."""
     limit = framing.MAX_RECORD_BYTES if max_record_bytes is None else max_record_bytes
     limit = check_int(limit, "max_record_bytes", minimum=0)
     return _records(Path(path), check_compression(compression), limit, offsets)
