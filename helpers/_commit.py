@@ -55,13 +55,12 @@ def staged(path: Path, data: bytes | Iterable[bytes | memoryview]) -> tuple[Path
     return temp, path
 
 
-_INSIDE = (os.path.dirname(__file__) + os.sep, contextlib.__file__)  # helpers' frames, and
-# contextlib's between them
+_INSIDE = (os.path.dirname(__file__) + os.sep, contextlib.__file__)  # helpers' frames, contextlib's
 
 
 def _warn(message: str) -> None:
-    """A UserWarning that points at the first caller outside helpers: the line of the write,
-    however the helpers reached here (Python 3.12's ``skip_file_prefixes``)."""
+    """A UserWarning that points at the line of the write, the first caller outside helpers
+    (Python 3.12's ``skip_file_prefixes``; the project supports 3.11)."""
     frame = sys._getframe(1)
     level = 2  # that frame's
     while frame is not None and frame.f_code.co_filename.startswith(_INSIDE):

@@ -68,8 +68,7 @@ class _RecordFile(contextlib.AbstractContextManager):
         if self.deflate:
             self.file.write(self.deflate.flush())
         self.file.flush()
-        os.fsync(self.file.fileno())
-        self.file.close()
+        os.fsync(self.file.fileno())  # closed by __exit__, before the commit
         if self.sizes is not None:  # the binary index names the file as its temporary name has it
             self.pairs += staged_index(self.path, self.sizes, os.stat(self.temp))
 
@@ -126,13 +125,10 @@ def write_sharded(
     overwrite: bool = False,
     index: bool = False,
 ) -> list[Path]:
-    """Write ``payloads`` into ``num_shards`` TFRecord files; return their paths.
-
-    Record ``i`` goes to shard ``i % num_shards`` (notebook 02, "Make it sturdy"); the shards,
-    and with ``index`` each one's ``.index`` (notebook 04, "Index the files"), are committed
-    together at the end (``helpers._commit``). Raises FileExistsError if a shard exists and not
-    ``overwrite`` (nothing is read); else as :func:`write_records`, or a bad ``num_shards``.
-    """
+    """Write ``payloads`` into ``num_shards`` TFRecord files, record ``i`` in shard ``i %
+    num_shards``, and with ``index`` their index files (notebook 04, "Index the files"), all
+    committed together (notebook 02, "Make it sturdy"); return their paths. Raises as
+    :func:`write_records` (FileExistsError before reading anything), or a bad ``num_shards``."""
     paths = shard_paths(prefix, num_shards, compression, index)
     _write_all(paths, payloads, check_compression(compression), overwrite, index)
     return paths
