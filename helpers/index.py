@@ -161,13 +161,9 @@ class RecordView(contextlib.AbstractContextManager):
         offsets = np.maximum(bounds[picks], 0)  # a wrong one is named, not read
         twelve = np.full(len(picks), framing.HEADER_SIZE)
         headers = read_each(np.full(len(picks), self._fds[file]), offsets, twelve)
-        cut = [len(header) < framing.HEADER_SIZE for header in headers] + [True]
-        k = cut.index(True)  # the first header cut short, if any: the careful check names it
-        at = np.arange(k) * framing.HEADER_SIZE
-        data = b"".join(headers[:k])
-        check_records(self.paths[file], bounds, self._sizes[file], picks[:k], data, at)
-        if k < len(picks):
-            self._careful(file, int(picks[k]), headers[k])
+        at = np.cumsum([0, *map(len, headers)])[:-1]  # a header cut short is named as such
+        data = b"".join(headers)
+        check_records(self.paths[file], bounds, self._sizes[file], picks, data, at)
 
     def _check_files(self, files: Sequence[int]) -> None:  # replaced or written to: RecordError
         for file in files:
