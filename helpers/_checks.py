@@ -39,15 +39,13 @@ def check_compression(compression: object, auto: bool = False) -> str | None:
 def check_paths(files: PathLike | bytes | Iterable[PathLike | bytes]) -> list[Path]:
     """One path (``str``, ``bytes`` or ``os.PathLike``) or several, as a list of Paths (empty if
     ``files`` is). TypeError, naming it, for anything else."""
+    expected = "expected a path or a sequence of paths, got"
     if isinstance(files, (str, bytes, os.PathLike)):
-        return [Path(os.fsdecode(files))]
-    if not isinstance(files, Iterable):
-        raise TypeError(f"expected a path or a sequence of paths, got {type(files).__name__}")
+        files = [files]
+    elif not isinstance(files, Iterable):
+        raise TypeError(f"{expected} {type(files).__name__}")
     paths = list(files)
     for file in paths:
         if not isinstance(file, (str, bytes, os.PathLike)):
-            kind = type(file).__name__
-            raise TypeError(
-                f"expected a path or a sequence of paths, got one holding {file!r} ({kind})"
-            )
+            raise TypeError(f"{expected} one holding {file!r} ({type(file).__name__})")
     return [Path(os.fsdecode(file)) for file in paths]

@@ -1,11 +1,8 @@
 """Output files: their names, and a commit that puts them in place whole and all together
-(notebook 02, "Make it sturdy" shows what a writer without one leaves behind).
-
-Each file is written and synced under a hidden temporary name carrying the writer's process
-id; :func:`commit` renames them under the folder's lock, after a synced journal of the renames
-when there are several, which the next write into the folder redoes if a kill cut them short.
-Every writer (records' and beam's) goes through :func:`committing`: prepare, stage, commit, or
-remove every temporary file.
+(notebook 02, "Make it sturdy" shows what a writer without one leaves behind). Each file is
+synced under a hidden temporary name; :func:`commit` renames them under the folder's lock,
+after a journal of the renames that the next write into the folder redoes if a kill cut them
+short. Every writer goes through :func:`committing`.
 """
 
 import contextlib
@@ -58,13 +55,12 @@ def staged(path: Path, data: bytes | Iterable[bytes | memoryview]) -> tuple[Path
     return temp, path
 
 
-_INSIDE = (os.path.dirname(__file__) + os.sep, contextlib.__file__)  # helpers' frames, and
-# contextlib's between them
+_INSIDE = (os.path.dirname(__file__) + os.sep, contextlib.__file__)  # helpers' frames, contextlib's
 
 
 def _warn(message: str) -> None:
-    """A UserWarning that points at the first caller outside helpers: the line of the write,
-    however the helpers reached here (Python 3.12's ``skip_file_prefixes``)."""
+    """A UserWarning that points at the line of the write, the first caller outside helpers
+    (Python 3.12's ``skip_file_prefixes``; the project supports 3.11)."""
     frame = sys._getframe(1)
     level = 2  # that frame's
     while frame is not None and frame.f_code.co_filename.startswith(_INSIDE):
@@ -103,8 +99,7 @@ def _locked(folder: Path) -> Iterator[int]:
 
 def temporaries(paths: Sequence[Path]) -> list[Path]:
     """The files named ``.NAME.*.tmp`` beside ``paths`` (all in one folder), for the NAME of one
-    of them: what their writers (:func:`temp_path`) have not renamed. One listing of the folder,
-    no pattern: a ``[`` or a ``*`` in a name is itself."""
+    of them: what their writers have not renamed (no glob: a ``[`` in a name is itself)."""
     if not paths:
         return []
     folder = paths[0].parent
@@ -156,8 +151,7 @@ def prepare(paths: list[Path], overwrite: bool) -> None:
 def commit(pairs: list[tuple[Path, Path]], overwrite: bool) -> None:
     """Rename each synced temporary file over its path, as one commit, under the folder's lock
     (of two writers the last wins, whole). FileExistsError if a path appeared since
-    :func:`prepare`, unless ``overwrite``. Afterwards the temporary files are gone; if a rename
-    fails, its error is raised and the renames before it stay."""
+    :func:`prepare`, unless ``overwrite``; a failed rename's OSError (the renames before stay)."""
     first = pairs[0][1]
     folder = first.parent
     journal = folder / f".{first.name}.{os.getpid()}.commit"
@@ -187,11 +181,10 @@ def commit(pairs: list[tuple[Path, Path]], overwrite: bool) -> None:
 
 @contextlib.contextmanager
 def committing(paths: list[Path], overwrite: bool) -> Iterator[list[tuple[Path, Path]]]:
-    """Write ``paths`` all together or not at all: :func:`prepare` them, then yield a list to
-    which the block adds each ``(temporary, final)`` pair it writes (:func:`temp_path`), and
-    :func:`commit` them when it ends well. Raises as they do, and what the block raises, once
-    every temporary file on the list is gone. Then, or after the commit, no file that a writer
-    into one of those temporary names left (:func:`temporaries`: beam's killed workers) stays."""
+    """Write ``paths`` all together or not at all: :func:`prepare` them, yield a list to which
+    the block adds each ``(temporary, final)`` pair it writes, and :func:`commit` them when it
+    ends well. Raises as they do, or what the block raises, once the temporary files (and what
+    writers into their names left: beam's killed workers) are gone."""
     prepare(paths, overwrite)
     pairs: list[tuple[Path, Path]] = []
     try:

@@ -1,10 +1,7 @@
-"""How a TFRecord file frames each record (:data:`HEADER`, the payload, its masked CRC32C;
-notebook 06, "Take one record apart"), and the one check of a record: :func:`check_header` and
-:func:`check_payload`, with a reason for each kind of damage (notebook 06, "Check a record as
-every reader does"). :func:`unframe_header` (a stream's header), :func:`unframe` and
-:func:`unframe_many` (NumPy: read or mapped bytes) are its fast forms: the same comparisons,
-with the bytes :func:`frame` makes; a record that fails them goes to the check, which says why.
-:func:`detect_compression` tells plain files from compressed ones by their first bytes.
+"""How a TFRecord file frames each record (notebook 06, "Take one record apart"), and the one
+check of a record, with a reason for each kind of damage (notebook 06, "Check a record as every
+reader does"). The ``unframe`` functions are its fast forms: they compare with the bytes
+:func:`frame` makes, and a record that fails goes to the check, which says why.
 """
 
 import functools
@@ -76,8 +73,7 @@ def check_header(
 ) -> int:
     """Check one 12-byte record header; return the payload length it announces (notebook 06,
     "Check a record as every reader does"). RecordError if the header is cut short, its length
-    CRC does not match, or the length is over ``limit`` (bytes a reader would hold; ``None``: no
-    limit)."""
+    CRC does not match, or the length is over ``limit`` (``None``: no limit)."""
     if len(header) < HEADER_SIZE:
         hint = " (or this is not a TFRecord file)" if index == 0 else ""
         reason = f"file ends inside a record header ({len(header)} of 12 bytes){hint}"
@@ -170,10 +166,8 @@ def bad_headers(headers: np.ndarray) -> np.ndarray:
 
 def detect_compression(path: PathLike) -> str | None:
     """How a record file is stored, told by its first bytes (notebook 06, "Recognise the three
-    kinds of file"): ``None`` for a valid first header or an empty file, else ``"GZIP"`` for the
-    GZIP magic, ``"ZLIB"`` for a zlib header. If none fits, the RecordError of
-    :func:`check_header` (record 0, byte 0), as a plain file's reader says it;
-    FileNotFoundError if there is no file."""
+    kinds of file"): ``None`` (a valid first header, or empty), ``"GZIP"`` or ``"ZLIB"``. If none
+    fits, :func:`check_header`'s RecordError; FileNotFoundError if there is no file."""
     with open(path, "rb") as stream:
         start = stream.read(HEADER_SIZE)
     if not start:

@@ -1,10 +1,7 @@
 """The two index files beside a plain TFRecord shard, and the one check that an index describes
-its shard (notebook 04, "Index the files: where every record starts"; ``python -m helpers index``).
-
-``<shard>.index`` holds a ``start length`` line per record (``tfrecord2idx``'s format).
-``<shard>.index.npy`` holds int64 numbers: the shard's :func:`identity` when it was indexed,
-then its ``n + 1`` record boundaries. A view maps it read-only, so processes share its pages.
-:func:`changed` is the one "same file" rule, for the binary index and for an open view alike.
+its shard (notebook 04, "Index the files: where every record starts"; ``python -m helpers index``):
+``<shard>.index``, a ``start length`` line per record (``tfrecord2idx``'s format), and
+``<shard>.index.npy``, int64: the shard's :func:`identity` when indexed, then its boundaries.
 """
 
 import io
@@ -29,8 +26,7 @@ identity = operator.attrgetter("st_size", "st_mtime_ns", "st_ino")  # of an os.s
 
 def changed(then: Sequence[int], now: Sequence[int]) -> str | None:
     """How the file whose :func:`identity` is ``now`` differs from the one it was (``then``), or
-    None for the same file. Another file put in its place has another inode; a write changes
-    the size or ``st_mtime_ns``. (A copy is another file: index it again.)"""
+    None: the one "same file" rule, for the binary index and an open view alike."""
     size, mtime, inode = then
     if now[2] != inode:
         return "was replaced"
@@ -41,8 +37,7 @@ def changed(then: Sequence[int], now: Sequence[int]) -> str | None:
 
 def staged_index(path: Path, sizes: Sequence[int], stat: os.stat_result) -> list[tuple[Path, Path]]:
     """``path``'s two index files, from its records' ``sizes`` and the ``stat`` of the file they
-    describe, each written to a synced temporary file (``helpers._commit.staged``) a piece at a
-    time: the pairs to commit."""
+    describe, each staged (``helpers._commit.staged``): the pairs to commit."""
     bounds = np.concatenate([[0], np.cumsum(sizes, dtype=np.int64)])
     return [
         _commit.staged(path.with_name(path.name + _TEXT_SUFFIX), _lines(bounds)),
@@ -69,10 +64,8 @@ def _npy(stat: os.stat_result, bounds: np.ndarray) -> list[bytes | memoryview]:
 
 def saved_index(path: Path, stat: os.stat_result, stacklevel: int = 2) -> np.ndarray | None:
     """The boundaries of the open file ``path`` (its ``stat``): mapped from its binary index if
-    that was made for this file, else parsed from its text index; None if it has neither. A
-    binary index made for another file, or not one, is ignored with a warning that names it.
-    RecordError for a text index that is not ``start length`` lines each ending where the next
-    starts (the last where the file ends)."""
+    made for this file (else a warning names it), else parsed from its text index; None if it
+    has neither. RecordError for a text index whose lines do not tile the file."""
     bounds = _mapped(path, stat, stacklevel + 1)
     return _parsed(path, stat.st_size) if bounds is None else bounds
 
@@ -138,10 +131,8 @@ def check_records(
     path: Path, bounds: np.ndarray, size: int, picks: np.ndarray, data: bytes, at: np.ndarray
 ) -> None:
     """The one check of an index against its file: RecordError for the first of the records
-    ``picks`` (sorted numbers) that the boundaries ``bounds`` do not place in the file of
-    ``size`` bytes (from byte 0 to the end, in order, 16 bytes or more each), or whose header,
-    ``data[at[i]:]`` as read where the index puts record ``picks[i]``, fails
-    :func:`check_headers` for the index's length."""
+    ``picks`` (sorted) that ``bounds`` do not tile the file of ``size`` bytes with (16 bytes or
+    more each), or whose header ``data[at[i]:]`` does not announce the index's length."""
     if len(bounds) == 1 and size:
         raise _wrong_index(path, 0, 0, f"the index has no record, the file {size} bytes")
     starts = bounds[picks]

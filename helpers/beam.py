@@ -84,10 +84,9 @@ def convert_with_beam(
     """Write :func:`helpers.voc_records.convert_split`'s shards with the same ``options``, byte
     for byte, by an Apache Beam pipeline in a process of its own (notebook 08, "Keep the order";
     ``convert-voc --engine beam``); return their paths. FnApiRunner, a worker per core, unless
-    ``beam_options`` say otherwise (``["--runner=FlinkRunner", ...]``); every worker must see
-    the folders. Raises as ``convert_split`` (all but a bad pair's errors before Beam starts),
-    ValueError for a bad Beam option, RuntimeError if the pipeline fails (``verbose``: Beam's
-    log), TimeoutError."""
+    ``beam_options`` say otherwise; every worker must see the folders. Raises as
+    ``convert_split``, ValueError for a bad Beam option, RuntimeError if the pipeline fails
+    (``verbose``: Beam's log), TimeoutError."""
     signature = inspect.signature(convert_split)  # its options and defaults: one list of them
     bound = signature.bind(voc_root, split, out_prefix, progress=False, **options)  # TypeError
     bound.apply_defaults()

@@ -36,12 +36,7 @@ def build_index(path: PathLike) -> np.ndarray:
     starts"). ValueError for a GZIP or ZLIB file, RecordError for a damaged or cut header or a
     record past the end or over 256 MiB, FileNotFoundError."""
     path = Path(path)
-    if compression := detect_compression(path):
-        raise ValueError(
-            f"{path}: a {compression}-compressed TFRecord file cannot be indexed: record i has "
-            "no fixed byte offset in it. Write a plain copy with helpers.records.write_records "
-            f"(iter_records(path, {compression!r})) and index that."
-        )
+    _check_plain(path)
     parts = []  # each mebibyte's headers
     offset = number = 0  # where the next header is, and its record's number
     with open(path, "rb", buffering=0) as file:
@@ -58,6 +53,16 @@ def build_index(path: PathLike) -> np.ndarray:
         length = offset - start - framing.FRAME_SIZE
         framing.check_size(size - start - framing.HEADER_SIZE, length, path, number - 1, start)
     return np.concatenate([*parts, [offset]])
+
+
+def _check_plain(path: Path) -> None:
+    """ValueError for a GZIP or ZLIB file: record i has no fixed byte offset in it."""
+    if compression := detect_compression(path):
+        raise ValueError(
+            f"{path}: a {compression}-compressed TFRecord file cannot be indexed: record i has "
+            "no fixed byte offset in it. Write a plain copy with helpers.records.write_records "
+            f"(iter_records(path, {compression!r})) and index that."
+        )
 
 
 def _walk(chunk: bytes) -> tuple[np.ndarray, int]:
@@ -101,8 +106,7 @@ def check_index(paths: PathLike | Sequence[PathLike]) -> list[int]:
     for path in check_paths(paths):
         with open(path, "rb", buffering=0) as file:
             stat = os.fstat(file.fileno())
-            if detect_compression(path):
-                build_index(path)  # refuses it
+            _check_plain(path)
             bounds = saved_index(path, stat)
             if bounds is None:
                 raise FileNotFoundError(f"{path}: no index: write one (python -m helpers index)")
@@ -112,18 +116,14 @@ def check_index(paths: PathLike | Sequence[PathLike]) -> list[int]:
 
 
 class RecordView(contextlib.AbstractContextManager):
-    """Any record of one or several plain TFRecord files (numbered across ``paths``, in order)
-    by its number: ``view[i]`` a payload, ``view[[i, j]]`` a list (notebook 04, "Index the files:
-    where every record starts"; notebook 10, "Write 70,000 label-sorted records with an index").
+    """Any record of plain TFRecord files (numbered across ``paths``) by its number: ``view[i]``
+    a payload, ``view[[i, j]]`` a list (notebook 04, "Index the files: where every record
+    starts"; notebook 10, "Write 70,000 label-sorted records with an index").
 
-    Indexed from each ``.index.npy`` made for the file (mapped read-only: processes share its
-    pages), else ``.index`` or :func:`build_index` (private arrays). Opening checks the tiling
-    (all of a text index) and 1,024 headers spread over each file, first and last included; it
-    cannot see a wrong boundary between them (that record's read does) nor a damaged payload
-    (reads check both CRCs): :func:`check_index` checks every header. Reads use ``os.pread``,
-    one for each run of records that follow each other; a file replaced or written to (checked
-    by every batch and a file's 1st and every 256th single read) or cut short is a RecordError.
-    Pickles as paths: a worker process maps the binary indexes again (parses or walks the rest).
+    Indexed from each file's ``.index.npy`` (mapped: processes share it), else ``.index`` or
+    :func:`build_index`. Opening checks 1,024 headers spread over each file; reads check the
+    rest, both CRCs, and that no file was replaced or written to (every batch, a file's 1st and
+    every 256th single read): RecordError. ValueError for a GZIP or ZLIB file. Pickles as paths.
     """
 
     def __init__(self, paths: PathLike | Sequence[PathLike], progress: bool = False) -> None:
@@ -142,8 +142,8 @@ class RecordView(contextlib.AbstractContextManager):
         self._bounds = []
         self._private = 0  # bytes of index not mapped
         for file, path in enumerate(tqdm(self.paths, "indexing", disable=not progress)):
-            if not seen and detect_compression(path):
-                build_index(path)  # refuses it
+            if not seen:
+                _check_plain(path)
             saved = saved_index(path, self._stats[file], stacklevel=4)
             bounds = build_index(path) if saved is None else saved.view(np.ndarray)
             self._bounds.append(bounds)
@@ -161,13 +161,9 @@ class RecordView(contextlib.AbstractContextManager):
         offsets = np.maximum(bounds[picks], 0)  # a wrong one is named, not read
         twelve = np.full(len(picks), framing.HEADER_SIZE)
         headers = read_each(np.full(len(picks), self._fds[file]), offsets, twelve)
-        cut = [len(header) < framing.HEADER_SIZE for header in headers] + [True]
-        k = cut.index(True)  # the first header cut short, if any: the careful check names it
-        at = np.arange(k) * framing.HEADER_SIZE
-        data = b"".join(headers[:k])
-        check_records(self.paths[file], bounds, self._sizes[file], picks[:k], data, at)
-        if k < len(picks):
-            self._careful(file, int(picks[k]), headers[k])
+        at = np.cumsum([0, *map(len, headers)])[:-1]  # a header cut short is named as such
+        data = b"".join(headers)
+        check_records(self.paths[file], bounds, self._sizes[file], picks, data, at)
 
     def _check_files(self, files: Sequence[int]) -> None:  # replaced or written to: RecordError
         for file in files:

@@ -68,22 +68,12 @@ class _RecordFile(contextlib.AbstractContextManager):
         if self.deflate:
             self.file.write(self.deflate.flush())
         self.file.flush()
-        os.fsync(self.file.fileno())
-        self.file.close()
+        os.fsync(self.file.fileno())  # closed by __exit__, before the commit
         if self.sizes is not None:  # the binary index names the file as its temporary name has it
             self.pairs += staged_index(self.path, self.sizes, os.stat(self.temp))
 
     def __exit__(self, *exc: object) -> None:
         self.file.close()
-
-
-def _as_bytes(payload: object, number: int, target: Path) -> bytes:
-    """A bytearray or memoryview ``payload`` as bytes (google_crc32c takes bytes only); else
-    TypeError naming record ``number`` and the file it was for."""
-    if not isinstance(payload, (bytearray, memoryview)):
-        kind = type(payload).__name__
-        raise TypeError(f"record {number} for {target} is {kind}, expected bytes")
-    return bytes(payload)
 
 
 def _write_all(
@@ -98,8 +88,12 @@ def _write_all(
     with committing(paths, overwrite) as pairs, contextlib.ExitStack() as opened:
         files = [opened.enter_context(_RecordFile(p, compression, index, pairs)) for p in paths]
         for number, payload in enumerate(payloads):
-            if not isinstance(payload, bytes):  # checked first: the common case pays only this
-                payload = _as_bytes(payload, number, paths[number % len(paths)])
+            if not isinstance(payload, bytes):  # google_crc32c takes bytes only
+                if not isinstance(payload, (bytearray, memoryview)):
+                    target = paths[number % len(paths)]
+                    kind = type(payload).__name__
+                    raise TypeError(f"record {number} for {target} is {kind}, expected bytes")
+                payload = bytes(payload)
             files[number % len(files)].write(payload)
         for file in files:
             file.finish()
@@ -115,11 +109,10 @@ def write_records(
     """Write ``payloads`` as TFRecord records to ``path``; return how many were written.
 
     ``tf.io.TFRecordWriter``, made sturdy (notebook 04, "Write 70,000 records sorted by label";
-    notebook 05 writes with it too, and notebook 06, "Check a record as every reader does" shows
-    its bytes are TensorFlow's): the file appears only when complete (temporary file, fsync,
-    rename); an existing one is replaced only if ``overwrite``. Raises FileExistsError if
-    ``path`` exists and not ``overwrite``, FileNotFoundError if its folder does not exist,
-    ValueError for an unknown ``compression``, TypeError for a non-bytes payload.
+    notebook 06, "Check a record as every reader does" shows its bytes are TensorFlow's): the
+    file appears only when complete. Raises FileExistsError if ``path`` exists and not
+    ``overwrite``, FileNotFoundError if its folder does not exist, ValueError for an unknown
+    ``compression``, TypeError for a non-bytes payload.
     """
     return _write_all([Path(path)], payloads, check_compression(compression), overwrite)[0]
 
@@ -132,13 +125,10 @@ def write_sharded(
     overwrite: bool = False,
     index: bool = False,
 ) -> list[Path]:
-    """Write ``payloads`` into ``num_shards`` TFRecord files; return their paths.
-
-    Record ``i`` goes to shard ``i % num_shards`` (notebook 02, "Make it sturdy"); the shards,
-    and with ``index`` each one's ``.index`` (notebook 04, "Index the files"), are committed
-    together at the end (``helpers._commit``). Raises FileExistsError if a shard exists and not
-    ``overwrite`` (nothing is read); else as :func:`write_records`, or a bad ``num_shards``.
-    """
+    """Write ``payloads`` into ``num_shards`` TFRecord files, record ``i`` in shard ``i %
+    num_shards``, and with ``index`` their index files (notebook 04, "Index the files"), all
+    committed together (notebook 02, "Make it sturdy"); return their paths. Raises as
+    :func:`write_records` (FileExistsError before reading anything), or a bad ``num_shards``."""
     paths = shard_paths(prefix, num_shards, compression, index)
     _write_all(paths, payloads, check_compression(compression), overwrite, index)
     return paths
@@ -226,10 +216,9 @@ def iter_records(
 ) -> Iterator[bytes] | Iterator[tuple[int, bytes]]:
     """Yield the payload of every record, both CRCs checked (notebook 06, "Check a record as
     every reader does"); with ``offsets=True``, ``(offset in the uncompressed stream, payload)``
-    (notebook 06, "Damage a file on purpose"). A record over ``max_record_bytes`` (default 256
-    MiB) is refused unread.
-    Raises RecordError at the first damaged or too long record, ValueError for an unknown
-    ``compression``, FileNotFoundError if there is no file."""
+    (notebook 06, "Damage a file on purpose"). Raises RecordError at the first damaged record
+    or one over ``max_record_bytes`` (default 256 MiB; refused unread), ValueError for an
+    unknown ``compression``, FileNotFoundError if there is no file."""
     limit = framing.MAX_RECORD_BYTES if max_record_bytes is None else max_record_bytes
     limit = check_int(limit, "max_record_bytes", minimum=0)
     return _records(Path(path), check_compression(compression), limit, offsets)
