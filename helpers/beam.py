@@ -1,8 +1,8 @@
 """The Beam engine of ``convert-voc``: the local engine's shard files, written by Apache Beam.
 
-Notebook 08 shows them byte-identical to :func:`helpers.voc_records.convert_split`'s
-(notebook 08, "Keep the order: --engine beam"), and why the pipeline runs in a process of its
-own (notebook 08, "Run Beam in a process of its own")."""
+Notebook 08 shows them byte-identical to :func:`helpers.voc_records.convert_split`'s, and the
+pipeline run in a process of its own (notebook 08, "Keep the order: number, group, sort,
+write")."""
 
 import builtins
 import contextlib

@@ -127,7 +127,7 @@ def write_sharded(
 ) -> list[Path]:
     """Write ``payloads`` into ``num_shards`` TFRecord files, record ``i`` in shard ``i %
     num_shards``, and with ``index`` their index files (notebook 04, "Index the files"), all
-    committed together (notebook 02, "Make it sturdy"); return their paths. Raises as
+    committed together (notebook 02, "Make the writer sturdy"); return their paths. Raises as
     :func:`write_records` (FileExistsError before reading anything), or a bad ``num_shards``."""
     paths = shard_paths(prefix, num_shards, compression, index)
     _write_all(paths, payloads, check_compression(compression), overwrite, index)
@@ -226,6 +226,6 @@ def iter_records(
 
 def verify(path: PathLike, compression: str | None = None) -> int:
     """Check every record of a TFRecord file, streaming (small memory); return how many (as
-    notebook 02, "Make it sturdy" does). Raises as :func:`iter_records`: RecordError at the
+    notebook 02, "Make the writer sturdy" does). Raises as :func:`iter_records`: RecordError at the
     first damaged record (file, index, byte offset)."""
     return sum(1 for _ in _records(Path(path), check_compression(compression), None))

@@ -178,7 +178,7 @@ def convert_split(
     index: bool = False,
 ) -> list[Path]:
     """Write a split's records in :func:`split_order` by :func:`helpers.records.write_sharded`;
-    return the paths (notebook 02, "Make it sturdy: shards, atomic files, deterministic bytes");
+    return the paths (notebook 02, "Make the writer sturdy");
     an error leaves no output. Raises as ``write_sharded``, ValueError for a bad ``encoding``,
     VOCError for a bad split or pair."""
     check_task(task, encoding)
