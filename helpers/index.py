@@ -6,6 +6,7 @@ number, every CRC checked."""
 import bisect
 import contextlib
 import os
+import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -101,13 +102,18 @@ def check_index(paths: PathLike | Sequence[PathLike]) -> list[int]:
     """Check every header of each file against the index a :class:`RecordView` opens it with
     (``python -m helpers index --check``), a mebibyte at a time; return each file's record
     count. FileNotFoundError for a file without one, before any is read; else RecordError,
-    ValueError for a GZIP or ZLIB file, OSError."""
+    ValueError for a GZIP or ZLIB file or a binary index made for another file, OSError."""
     counts = []
     for path in check_paths(paths):
         with open(path, "rb", buffering=0) as file:
             stat = os.fstat(file.fileno())
             _check_plain(path)
-            bounds = saved_index(path, stat)
+            with warnings.catch_warnings(record=True) as ignored:  # a view would walk past it
+                warnings.simplefilter("always")
+                bounds = saved_index(path, stat)
+            stale = [w.message for w in ignored if issubclass(w.category, UserWarning)]
+            if stale:
+                raise ValueError(f"{path}: {stale[0]}")
             if bounds is None:
                 raise FileNotFoundError(f"{path}: no index: write one (python -m helpers index)")
             check_every_record(path, file.fileno(), bounds, stat.st_size)

@@ -76,9 +76,8 @@ def test_a_stale_binary_index_is_ignored_for_the_checked_text_or_a_walk(tmp_path
     np.save(binary_of(path), stale)
     with pytest.warns(UserWarning, match=re.escape(ignored)), RecordView(path) as view:
         assert view.index_nbytes == 8 * 41  # not mapped: walked
-    with pytest.warns(UserWarning, match=re.escape(ignored)):
-        with pytest.raises(FileNotFoundError, match="no index: write one"):
-            check_index(path)  # a stale binary is no index
+    with pytest.raises(ValueError, match=re.escape(f"{path}: {ignored}")):
+        check_index(path)  # --check names a stale binary index as wrong, in one error
 
 
 @pytest.mark.parametrize(
