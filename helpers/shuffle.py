@@ -37,7 +37,8 @@ class EpochOrder(Sequence):
         batch_size: int = 1,
     ) -> None:
         self.num_records = check_int(num_records, "num_records", minimum=0)
-        self.seed, self.epoch = check_seed(seed), check_int(epoch, "epoch", minimum=0)
+        self.seed = check_seed(seed)
+        self.epoch = check_int(epoch, "epoch", minimum=0)
         self.num_shards = check_int(num_shards, "num_shards", minimum=1)
         self.shard_index = check_int(shard_index, "shard_index", minimum=0)
         self.batch_size = check_int(batch_size, "batch_size", minimum=1)
@@ -57,6 +58,8 @@ class EpochOrder(Sequence):
 
     def __getitem__(self, key: int | slice | np.ndarray) -> int | np.ndarray:
         places = np.arange(*key.indices(len(self))) if isinstance(key, slice) else np.asarray(key)
+        if places.size == 0 and not isinstance(key, np.ndarray):  # [] is float to NumPy
+            places = places.astype(np.int64)
         if places.dtype.kind not in "iu":  # not bools either
             raise TypeError(f"a position, a slice or an array of positions, not {key!r}")
         if places.size and not -len(self) <= places.min() <= places.max() < len(self):
@@ -71,12 +74,15 @@ class EpochOrder(Sequence):
 
     def _step(self, x: np.ndarray) -> np.ndarray:  # one bijection of [0, a * b)
         a, b = self._sides[:2]  # then a, b, a, b...: the modulus of each round
-        left, right = x // b, x % b  # left in [0, a), right in [0, b); a round swaps them
+        left = x // b  # in [0, a)
+        right = x % b  # in [0, b); a round swaps the two
         for key, modulus in zip(self._keys[:-1], self._sides, strict=True):  # uint64 wraps
             mixed = right ^ key  # then SplitMix64's finalizer
             mixed = (mixed ^ (mixed >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
             mixed = (mixed ^ (mixed >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-            left, right = right, (left + (mixed ^ (mixed >> np.uint64(31))) % modulus) % modulus
+            shifted = (left + (mixed ^ (mixed >> np.uint64(31))) % modulus) % modulus
+            left = right
+            right = shifted
         out = left * b + right
         return np.where(out < 2, out ^ (self._keys[-1] & np.uint64(1)), out)  # maybe swap 0, 1
 
