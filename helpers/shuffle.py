@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -37,7 +37,8 @@ class EpochOrder(Sequence):
         batch_size: int = 1,
     ) -> None:
         self.num_records = check_int(num_records, "num_records", minimum=0)
-        self.seed, self.epoch = check_seed(seed), check_int(epoch, "epoch", minimum=0)
+        self.seed = check_seed(seed)
+        self.epoch = check_int(epoch, "epoch", minimum=0)
         self.num_shards = check_int(num_shards, "num_shards", minimum=1)
         self.shard_index = check_int(shard_index, "shard_index", minimum=0)
         self.batch_size = check_int(batch_size, "batch_size", minimum=1)
@@ -57,6 +58,8 @@ class EpochOrder(Sequence):
 
     def __getitem__(self, key: int | slice | np.ndarray) -> int | np.ndarray:
         places = np.arange(*key.indices(len(self))) if isinstance(key, slice) else np.asarray(key)
+        if places.size == 0 and not isinstance(key, np.ndarray):  # [] is float to NumPy
+            places = places.astype(np.int64)
         if places.dtype.kind not in "iu":  # not bools either
             raise TypeError(f"a position, a slice or an array of positions, not {key!r}")
         if places.size and not -len(self) <= places.min() <= places.max() < len(self):
@@ -71,12 +74,15 @@ class EpochOrder(Sequence):
 
     def _step(self, x: np.ndarray) -> np.ndarray:  # one bijection of [0, a * b)
         a, b = self._sides[:2]  # then a, b, a, b...: the modulus of each round
-        left, right = x // b, x % b  # left in [0, a), right in [0, b); a round swaps them
+        left = x // b  # in [0, a)
+        right = x % b  # in [0, b); a round swaps the two
         for key, modulus in zip(self._keys[:-1], self._sides, strict=True):  # uint64 wraps
             mixed = right ^ key  # then SplitMix64's finalizer
             mixed = (mixed ^ (mixed >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
             mixed = (mixed ^ (mixed >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-            left, right = right, (left + (mixed ^ (mixed >> np.uint64(31))) % modulus) % modulus
+            shifted = (left + (mixed ^ (mixed >> np.uint64(31))) % modulus) % modulus
+            left = right
+            right = shifted
         out = left * b + right
         return np.where(out < 2, out ^ (self._keys[-1] & np.uint64(1)), out)  # maybe swap 0, 1
 
@@ -85,6 +91,84 @@ def permutation(num_records: int, seed: int, epoch: int = 0) -> np.ndarray:
     """``EpochOrder(num_records, seed, epoch)[:]``: every record number once (notebook 04), the
     same for the same ``(seed, epoch)``, a new order for each ``epoch``."""
     return EpochOrder(num_records, seed, epoch)[:]
+
+
+def _reader(view: RecordView, first: EpochOrder, read_batch: int) -> Callable:
+    """``read(epoch, start)``: the records at positions ``start`` to ``start + read_batch`` of
+    ``epoch``'s order, which is ``first``'s for another epoch (the Python of a read)."""
+
+    def read(epoch: np.ndarray, start: np.ndarray) -> np.ndarray:  # an EpochOrder costs 10 µs
+        shards = (first.num_shards, first.shard_index, first.batch_size)
+        order = EpochOrder(len(view), first.seed, int(epoch), *shards)
+        return np.array(view[order[start : start + read_batch]], dtype=object)
+
+    return read
+
+
+def _shard(num_shards: int, shard_index: int, context: object) -> tuple[int, int]:
+    """``(num_shards, shard_index)``, or those of ``context`` (a ``tf.distribute.InputContext``)."""
+    if context is None:
+        return num_shards, shard_index
+    if (num_shards, shard_index) != (1, 0):
+        raise ValueError("give input_context or num_shards and shard_index, not both")
+    return context.num_input_pipelines, context.input_pipeline_id
+
+
+def _whole_batches(view: RecordView, read_batch: int, batch_size: int) -> int:
+    """``read_batch`` cut down to whole batches of about 1 MiB at most (at least one batch): a
+    call into Python costs about 0.2 ms."""
+    per_mib = 2**20 * len(view) // max(sum(map(os.path.getsize, view.paths)), 1)
+    return max(min(read_batch, per_mib) // batch_size, 1) * batch_size
+
+
+def _start(first: EpochOrder, position: int, epochs: int | None) -> int:
+    """``position``, checked against this shard's share (``first`` is the first epoch's order)."""
+    position = check_int(position, "position", minimum=0)
+    share = len(first)
+    if position > share:
+        raise ValueError(f"position must be at most {share} (this shard's share), got {position}")
+    if epochs is None and share == 0:
+        raise ValueError("an endless stream needs records: this shard's share is 0")
+    return position
+
+
+def _count(first: EpochOrder, position: int, epochs: int | None) -> int:
+    """The elements of the stream: the first epoch's from ``position``, then whole epochs."""
+    import tensorflow as tf
+
+    if epochs is None:
+        return tf.data.INFINITE_CARDINALITY
+    share = len(first)
+    width = first.batch_size  # records per element
+    return -(-(share - position) // width) + (epochs - 1) * -(-share // width)
+
+
+def _epoch_reader(
+    view: RecordView,
+    first: EpochOrder,
+    position: int,
+    read_batch: int,
+    batch_size: int | None,
+    parallel: int,
+    deterministic: bool,
+) -> Callable:
+    """``one_epoch(epoch)``: the records of ``epoch`` in its order (``first`` is the first
+    epoch's, read from ``position``), ``read_batch`` at a time by ``parallel`` calls, in batches
+    that end with the epoch if ``batch_size``."""
+    import tensorflow as tf
+
+    read = _reader(view, first, read_batch)
+
+    def read_op(epoch: tf.Tensor, start: tf.Tensor) -> tf.Tensor:
+        return tf.ensure_shape(tf.numpy_function(read, [epoch, start], tf.string, False), [None])
+
+    def one_epoch(epoch: tf.Tensor) -> tf.data.Dataset:
+        start = tf.where(epoch == first.epoch, tf.constant(position, tf.int64), 0)
+        slices = tf.data.Dataset.range(start, len(first), read_batch).map(lambda at: (epoch, at))
+        records = slices.map(read_op, parallel, deterministic).unbatch()
+        return records.batch(batch_size) if batch_size else records
+
+    return one_epoch
 
 
 def global_shuffle_dataset(
@@ -118,42 +202,20 @@ def global_shuffle_dataset(
         parallel_reads = check_int(parallel_reads, "parallel_reads", minimum=1)
     if epochs is not None:
         epochs = check_int(epochs, "epochs", minimum=1)
-    if input_context is not None and (num_shards, shard_index) != (1, 0):
-        raise ValueError("give input_context or num_shards and shard_index, not both")
-    if input_context is not None:
-        num_shards, shard_index = input_context.num_input_pipelines, input_context.input_pipeline_id
+    num_shards, shard_index = _shard(num_shards, shard_index, input_context)
     view = RecordView(files)
     width = 1 if batch_size is None else batch_size  # records per element, checked by EpochOrder
-
     first = EpochOrder(len(view), seed, epoch, num_shards, shard_index, width)  # checks them
-    epoch, share = first.epoch, len(first)
-    position = check_int(position, "position", minimum=0)
-    if position > share:
-        raise ValueError(f"position must be at most {share} (this shard's share), got {position}")
-    if epochs is None and share == 0:
-        raise ValueError("an endless stream needs records: this shard's share is 0")
-    if batch_size:  # whole batches per call, up to 1 MiB of records: a call costs about 0.2 ms
-        per_mib = 2**20 * len(view) // max(sum(map(os.path.getsize, view.paths)), 1)
-        read_batch = max(min(read_batch, per_mib) // batch_size, 1) * batch_size
-
-    def read(epoch: np.ndarray, start: np.ndarray) -> np.ndarray:  # an EpochOrder costs 10 µs
-        order = EpochOrder(len(view), seed, int(epoch), num_shards, shard_index, width)
-        return np.array(view[order[start : start + read_batch]], dtype=object)
-
-    def read_op(epoch: tf.Tensor, start: tf.Tensor) -> tf.Tensor:
-        return tf.ensure_shape(tf.numpy_function(read, [epoch, start], tf.string, False), [None])
-
-    def one_epoch(each: tf.Tensor) -> tf.data.Dataset:  # batches end with the epoch
-        start = tf.where(each == epoch, tf.constant(position, tf.int64), 0)  # the first: position
-        slices = tf.data.Dataset.range(start, share, read_batch).map(lambda at: (each, at))
-        records = slices.map(read_op, parallel_reads or tf.data.AUTOTUNE, deterministic)
-        return records.unbatch().batch(batch_size) if batch_size else records.unbatch()
-
-    last = np.iinfo(np.int64).max if epochs is None else epoch + epochs
-    records = tf.data.Dataset.range(epoch, last).flat_map(one_epoch)
-    count = tf.data.INFINITE_CARDINALITY  # elements: the first epoch's, then whole epochs
-    if epochs is not None:
-        count = -(-(share - position) // width) + (epochs - 1) * -(-share // width)
+    position = _start(first, position, epochs)
+    if batch_size:
+        read_batch = _whole_batches(view, read_batch, batch_size)
+    parallel = parallel_reads or tf.data.AUTOTUNE
+    one_epoch = _epoch_reader(
+        view, first, position, read_batch, batch_size, parallel, deterministic
+    )
+    last = np.iinfo(np.int64).max if epochs is None else first.epoch + epochs
+    records = tf.data.Dataset.range(first.epoch, last).flat_map(one_epoch)
+    count = _count(first, position, epochs)
     options = tf.data.Options()
     options.experimental_symbolic_checkpoint = deterministic  # positions only, no records
     return records.apply(tf.data.experimental.assert_cardinality(count)).with_options(options)

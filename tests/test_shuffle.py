@@ -7,7 +7,6 @@ import sys
 import threading
 import time
 from collections import Counter
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -330,13 +329,13 @@ def test_by_default_a_read_takes_1024_record_numbers(monkeypatch):
     assert sorted(reader.sizes) == [1, 1_024]  # the two reads may run in either order
 
 
-def test_pass_numbers_beyond_float32_precision_reach_the_permutation_exactly(monkeypatch):
-    """Pass 2**24 + 1 is not exact in float32: the pass number must stay int64."""
-    passes = SimpleNamespace(count=lambda: itertools.count(2**24 + 1), repeat=itertools.repeat)
-    monkeypatch.setattr(shuffle, "itertools", passes)
+def test_epoch_numbers_beyond_float32_precision_reach_the_order_exactly(monkeypatch):
+    """Epochs 2**24 + 1 and 2**24 + 2 are not exact in float32: the epoch must stay int64."""
     monkeypatch.setattr(shuffle, "RecordView", NumberReader(50))
-    dataset = global_shuffle_dataset("unused.tfrecord", 0)
-    assert [int(r) for r in dataset.as_numpy_iterator()] == permutation(50, 0, 2**24 + 1).tolist()
+    dataset = global_shuffle_dataset("unused.tfrecord", 0, epoch=2**24 + 1, epochs=2)
+    expected = [*permutation(50, 0, 2**24 + 1), *permutation(50, 0, 2**24 + 2)]
+    assert [int(r) for r in dataset.as_numpy_iterator()] == expected
+    assert permutation(50, 0, 2**24 + 1).tolist() != permutation(50, 0, 2**24).tolist()
 
 
 def test_record_numbers_beyond_float32_precision_reach_the_reader_exactly(monkeypatch):

@@ -59,6 +59,19 @@ def test_slices_arrays_and_negative_positions_agree_with_the_whole_order():
     assert np.array_equal(permutation(1_000, 3, 2), whole)  # the same every time
 
 
+@pytest.mark.parametrize("key", [[], (), range(0), [[]]])
+def test_no_positions_give_no_record_numbers(key):
+    """NumPy makes an empty list float: it is still an empty list of positions."""
+    for order in [EpochOrder(10, 1), EpochOrder(0, 1)]:
+        got = order[key]
+        assert got.dtype == np.int64 and got.shape == np.shape(key)
+
+
+def test_an_empty_array_of_another_kind_is_still_refused():
+    with pytest.raises(TypeError, match="a position, a slice or an array of positions"):
+        EpochOrder(10, 1)[np.array([], dtype=float)]
+
+
 @pytest.mark.parametrize(
     ("key", "error", "message"),
     [
