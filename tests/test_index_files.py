@@ -12,6 +12,7 @@ import threading
 
 import numpy as np
 import pytest
+from test_records import python_peak_mib
 
 from helpers import index
 from helpers.index import RecordView, build_index, check_index, write_index
@@ -357,18 +358,6 @@ def test_check_index_says_no_index_before_reading_the_file(tfrecord, monkeypatch
     monkeypatch.setattr(index, "build_index", lambda path: pytest.fail(f"walked {path}"))
     with pytest.raises(FileNotFoundError, match="no index: write one"):
         check_index(tfrecord)
-
-
-def python_peak_mib(work) -> float:
-    """The most memory Python objects (NumPy's arrays too) held at once while ``work()`` ran."""
-    import tracemalloc
-
-    tracemalloc.start()
-    try:
-        work()
-        return tracemalloc.get_traced_memory()[1] / 2**20
-    finally:
-        tracemalloc.stop()
 
 
 def test_writing_and_checking_an_index_hold_no_python_object_per_record(tmp_path):
