@@ -3,6 +3,10 @@ by random access (notebook 04 measures the bias of a small shuffle buffer and bu
 
 from __future__ import annotations
 
+import atexit
+import ctypes
+import functools
+import gc
 import math
 import os
 from collections.abc import Callable, Sequence
@@ -91,6 +95,34 @@ def permutation(num_records: int, seed: int, epoch: int = 0) -> np.ndarray:
     """``EpochOrder(num_records, seed, epoch)[:]``: every record number once (notebook 04), the
     same for the same ``(seed, epoch)``, a new order for each ``epoch``."""
     return EpochOrder(num_records, seed, epoch)[:]
+
+
+def _keep_iterators() -> None:
+    """At exit, give every tf.data iterator still alive one more reference, never released: the
+    process ends with them instead of destroying them.
+
+    Python's exit stops each other thread the next time it takes Python's lock, and a read is
+    then often in flight (NumPy and ``pread`` let go of the lock many times a read): that
+    ``numpy_function`` call never returns. An iterator destroyed later in the exit, as its
+    module's globals are cleared, would wait for it for ever in its ``ParallelMapDataset``'s
+    destructor. Dropping one before the exit is safe: the destructor lets go of the lock."""
+    import tensorflow as tf
+
+    kinds = set()
+    more = [tf.data.Iterator]
+    while more:  # its subclasses, theirs, ...: one set lookup per object is all it costs
+        kind = more.pop()
+        kinds.add(kind)
+        more.extend(kind.__subclasses__())
+    for thing in gc.get_objects():
+        if type(thing) in kinds:
+            ctypes.pythonapi.Py_IncRef(ctypes.py_object(thing))
+
+
+@functools.cache
+def _keep_iterators_at_exit() -> None:
+    """Registers :func:`_keep_iterators` once, when the process makes its first dataset."""
+    atexit.register(_keep_iterators)
 
 
 def _reader(view: RecordView, first: EpochOrder, read_batch: int) -> Callable:
@@ -193,8 +225,9 @@ def global_shuffle_dataset(
     AUTOTUNE) read ``read_batch`` records, or whole batches to 1 MiB. Finite: cardinality known.
     A ``tf.train.Checkpoint`` of an iterator holds positions (< 4 KB), resumes exactly; with
     ``deterministic=False`` reads finish out of order: it saves those in flight, resumes with the
-    same records in another order. Raises TypeError, ValueError (GZIP/ZLIB too), RecordError;
-    tf.errors.InvalidArgumentError names a damaged record while iterating."""
+    same records in another order. A script may end, or drop an iterator, with reads in flight.
+    Raises TypeError, ValueError (GZIP/ZLIB too), RecordError; tf.errors.InvalidArgumentError
+    names a damaged record while iterating."""
     import tensorflow as tf
 
     read_batch = check_int(read_batch, "read_batch", minimum=1)
@@ -204,6 +237,7 @@ def global_shuffle_dataset(
         epochs = check_int(epochs, "epochs", minimum=1)
     num_shards, shard_index = _shard(num_shards, shard_index, input_context)
     view = RecordView(files)
+    _keep_iterators_at_exit()
     width = 1 if batch_size is None else batch_size  # records per element, checked by EpochOrder
     first = EpochOrder(len(view), seed, epoch, num_shards, shard_index, width)  # checks them
     position = _start(first, position, epochs)
