@@ -7,8 +7,8 @@
   (a swap and the unpacking of one call's result aside).
 - Layers: ``helpers/__init__.py`` names them, and every import between helpers modules (lazy
   ones inside functions too) goes to the importer's own layer or a lower one.
-- The total is an alarm against bloat, not a target: at most 3,300 formatted lines, and no
-  ``fmt:`` markers anywhere.
+- No ``fmt:`` markers anywhere. The total has no alarm here: CONTRIBUTING.md, "Helpers", says
+  why.
 
 Every file under ``helpers/`` counts, in sub-folders too (the sample data aside). Each checker is
 a function of sources or folders, shown to fail on a planted violation by the test below it.
@@ -35,7 +35,6 @@ from test_helpers_design import (
 
 MAX_COMPLEXITY = 12  # ruff's C901 (mccabe), in every function of helpers/
 MAX_MODULE_LINES = 350  # as `ruff format` writes a module
-ALARM_LINES = 3300  # all of helpers/, formatted: a ceiling against bloat, never a target
 
 
 def test_only_python_lives_under_helpers_besides_its_sample_data():
@@ -420,7 +419,7 @@ def test_the_layer_check_sees_every_kind_of_import_upwards():
     assert found == {"records", "cli", "__init__", "sub.tool"}
 
 
-# --- The total is an alarm ------------------------------------------------------------------
+# --- No formatter markers ------------------------------------------------------------------
 
 
 def formatter_markers(paths: list[Path], folder: Path = HELPERS) -> list[str]:
@@ -442,29 +441,3 @@ def test_the_marker_check_sees_a_planted_marker(tmp_path):
     (tmp_path / "sub").mkdir()
     (tmp_path / "sub" / "dense.py").write_text("x = 1\ny = [1,2]  # fmt: skip\n")
     assert formatter_markers([tmp_path / "sub" / "dense.py"], tmp_path) == ["sub/dense.py:2"]
-
-
-def alarm(paths: list[Path], folder: Path = HELPERS, limit: int = ALARM_LINES) -> str | None:
-    """None while ``paths`` total at most ``limit`` formatted lines, else what each one holds."""
-    lines = {str(path.relative_to(folder)): formatted_lines(path) for path in paths}
-    total = sum(lines.values())
-    return None if total <= limit else f"{total} formatted lines (alarm {limit}): {lines}"
-
-
-def test_the_total_stays_under_the_alarm():
-    """An alarm against bloat, not a target to approach: if it rings, find what grew and
-    whether a notebook needs it; never fold lines to get under it."""
-    rang = alarm(HELPER_FILES)
-    assert rang is None, f"helpers/ is {rang}"
-
-
-def test_the_alarm_counts_every_file(tmp_path):
-    (tmp_path / "sub").mkdir()
-    for name in ("a.py", "sub/b.py"):
-        (tmp_path / name).write_text("".join(f"x{k} = {k}\n" for k in range(200)))
-    paths = helper_files(tmp_path)
-    assert alarm(paths, tmp_path, limit=400) is None
-    assert (
-        alarm(paths, tmp_path, limit=399)
-        == "400 formatted lines (alarm 399): {'a.py': 200, 'sub/b.py': 200}"
-    )
