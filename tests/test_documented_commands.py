@@ -32,7 +32,7 @@ NOT_RUN = {
     "python -m benchmarks.reference": "prints the tables of the committed reference results; "
     "tests/test_benchmark_reference.py checks that the README holds them exactly",
     "make mutation": "runs the helper tests once per mutant, for hours; not part of make test; "
-    "tests/test_mutation_score.py checks the score file it writes",
+    "it writes tests/mutation_score.json, committed after each run",
     "make mutation MODULE=records": "the same for one module (minutes to an hour)",
     "make flaky": "runs this test suite twenty times",
     "make flaky N=20": "runs this test suite twenty times",
