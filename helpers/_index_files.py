@@ -62,15 +62,17 @@ def _npy(stat: os.stat_result, bounds: np.ndarray) -> list[bytes | memoryview]:
     return [header.getvalue(), np.array(identity(stat), "<i8").tobytes(), memoryview(bounds)]
 
 
-def saved_index(path: Path, stat: os.stat_result, stacklevel: int = 2) -> np.ndarray | None:
+def saved_index(
+    path: Path, stat: os.stat_result, stacklevel: int = 2, strict: bool = False
+) -> np.ndarray | None:
     """The boundaries of the open file ``path`` (its ``stat``): mapped from its binary index if
-    made for this file (else a warning names it), else parsed from its text index; None if it
-    has neither. RecordError for a text index whose lines do not tile the file."""
-    bounds = _mapped(path, stat, stacklevel + 1)
+    made for this file (else a warning names it; ``strict``: ValueError), else parsed from its
+    text index; None if it has neither. RecordError for a text index that does not tile it."""
+    bounds = _mapped(path, stat, stacklevel + 1, strict)
     return _parsed(path, stat.st_size) if bounds is None else bounds
 
 
-def _mapped(path: Path, stat: os.stat_result, stacklevel: int) -> np.ndarray | None:
+def _mapped(path: Path, stat: os.stat_result, stacklevel: int, strict: bool) -> np.ndarray | None:
     binary = path.with_name(path.name + _BINARY_SUFFIX)
     try:
         mapped = np.load(binary, mmap_mode="r", allow_pickle=False)
@@ -84,8 +86,10 @@ def _mapped(path: Path, stat: os.stat_result, stacklevel: int) -> np.ndarray | N
         why = _stale(mapped, stat)
         if why is None:
             return mapped[3:]
-    rebuild = f"Rebuild it: python -m helpers index {path}"
-    warnings.warn(f"ignored {binary}: {why}. {rebuild}", stacklevel=stacklevel)
+    message = f"ignored {binary}: {why}. Rebuild it: python -m helpers index {path}"
+    if strict:
+        raise ValueError(f"{path}: {message}")
+    warnings.warn(message, stacklevel=stacklevel)
     return None
 
 

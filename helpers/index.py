@@ -6,7 +6,6 @@ number, every CRC checked."""
 import bisect
 import contextlib
 import os
-import warnings
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -108,12 +107,7 @@ def check_index(paths: PathLike | Sequence[PathLike]) -> list[int]:
         with open(path, "rb", buffering=0) as file:
             stat = os.fstat(file.fileno())
             _check_plain(path)
-            with warnings.catch_warnings(record=True) as ignored:  # a view would walk past it
-                warnings.simplefilter("always")
-                bounds = saved_index(path, stat)
-            stale = [w.message for w in ignored if issubclass(w.category, UserWarning)]
-            if stale:
-                raise ValueError(f"{path}: {stale[0]}")
+            bounds = saved_index(path, stat, strict=True)  # a view would warn and walk past it
             if bounds is None:
                 raise FileNotFoundError(f"{path}: no index: write one (python -m helpers index)")
             check_every_record(path, file.fileno(), bounds, stat.st_size)
