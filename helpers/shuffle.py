@@ -27,9 +27,11 @@ class EpochOrder(Sequence):
     like Grain's ``index_shuffle``, at every size. Feistel rounds (16 under 2**20 records, else
     8) on ``[0, a) x [0, b)``, ``a = ceil(sqrt(n))``, add SplitMix64 keyed by ``default_rng``
     ``([seed, epoch])`` modulo a or b; 0 and 1 swap half the time (odd permutations too); the few
-    past the end step on. Shard ``k`` starts at position ``k * len(order)``; several get equal
-    whole batches, ``order.dropped`` (< ``num_shards * batch_size``, new each epoch) go to none.
-    Bad arguments: TypeError, ValueError; a position out of range: IndexError."""
+    past the end step on. Elastic shares: of each global batch of ``num_shards * batch_size``
+    positions of the epoch, shard ``k`` reads the ``k``-th ``batch_size``, so global batch ``j``
+    holds the same records whatever the number of shards; ``order.dropped`` (< one global batch,
+    new each epoch) go to none. Bad arguments: TypeError, ValueError; a position out of range:
+    IndexError."""
 
     def __init__(
         self,
@@ -68,13 +70,20 @@ class EpochOrder(Sequence):
             raise TypeError(f"a position, a slice or an array of positions, not {key!r}")
         if places.size and not -len(self) <= places.min() <= places.max() < len(self):
             raise IndexError(f"position out of range: the order holds {len(self)} records")
-        first = self.shard_index * self._share  # this shard's first position in the epoch
-        out = self._step((places.reshape(-1) % max(len(self), 1) + first).astype(np.uint64))
+        mine = places.reshape(-1) % max(len(self), 1)  # this shard's positions, from 0
+        out = self._step(self._in_epoch(mine).astype(np.uint64))
         walking = np.flatnonzero(out >= self.num_records)  # stepped on until inside: rare
         while walking.size:
             out[walking] = self._step(out[walking])
             walking = walking[out[walking] >= self.num_records]
         return int(out[0]) if places.ndim == 0 else out.astype(np.int64).reshape(places.shape)
+
+    def _in_epoch(self, mine: np.ndarray) -> np.ndarray:
+        """The epoch's positions of this shard's: its part of each global batch, in turn."""
+        if self.num_shards == 1:
+            return mine
+        batch = self.batch_size
+        return mine // batch * (batch * self.num_shards) + self.shard_index * batch + mine % batch
 
     def _step(self, x: np.ndarray) -> np.ndarray:  # one bijection of [0, a * b)
         a, b = self._sides[:2]  # then a, b, a, b...: the modulus of each round
@@ -154,14 +163,22 @@ def _whole_batches(view: RecordView, read_batch: int, batch_size: int) -> int:
 
 
 def _start(first: EpochOrder, position: int, epochs: int | None) -> int:
-    """``position``, checked against this shard's share (``first`` is the first epoch's order)."""
+    """This shard's first position: ``position`` counts the epoch's records that every shard
+    together has read, so it is a multiple of the global batch when there are several shards
+    (``first`` is the first epoch's order)."""
     position = check_int(position, "position", minimum=0)
-    share = len(first)
-    if position > share:
-        raise ValueError(f"position must be at most {share} (this shard's share), got {position}")
-    if epochs is None and share == 0:
+    shards = first.num_shards
+    together = shards * len(first)  # what all shards read of an epoch
+    if position > together:
+        raise ValueError(f"position must be at most {together} (all shards' share), got {position}")
+    if shards > 1 and position % (shards * first.batch_size):
+        raise ValueError(
+            f"position must be a multiple of the global batch {shards * first.batch_size} "
+            f"(num_shards x batch_size) when there are {shards} shards, got {position}"
+        )
+    if epochs is None and together == 0:
         raise ValueError("an endless stream needs records: this shard's share is 0")
-    return position
+    return position // shards
 
 
 def _count(first: EpochOrder, position: int, epochs: int | None) -> int:
@@ -220,7 +237,8 @@ def global_shuffle_dataset(
 ) -> tf.data.Dataset:
     """This shard's records as a ``tf.data.Dataset`` (``tf.string``; with ``batch_size``, vectors,
     an epoch's last maybe shorter), epochs ``epoch`` to ``epoch + epochs - 1`` (``None``: on, for
-    Keras ``steps_per_epoch``) in :class:`EpochOrder`'s order, the first from ``position``;
+    Keras ``steps_per_epoch``) in :class:`EpochOrder`'s order, the first from ``position`` (of
+    the epoch, all shards together: resume at any number of shards with the same global batch);
     ``input_context`` (``tf.distribute``) gives the shards. ``parallel_reads`` calls (``None``:
     AUTOTUNE) read ``read_batch`` records, or whole batches to 1 MiB. Finite: cardinality known.
     A ``tf.train.Checkpoint`` of an iterator holds positions (< 4 KB), resumes exactly; with

@@ -212,7 +212,17 @@ def test_dataset_of_sorted_records_has_no_order_left_and_balanced_labels(tmp_pat
         ({"seed": 1, "epochs": 1.5}, TypeError, "epochs must be an int"),
         ({"seed": 1, "position": -1}, ValueError, "position must be at least 0"),
         ({"seed": 1, "position": 11}, ValueError, "position must be at most 10"),
-        ({"seed": 1, "num_shards": 2, "position": 6}, ValueError, "position must be at most 5"),
+        ({"seed": 1, "num_shards": 3, "position": 12}, ValueError, "position must be at most 9"),
+        (
+            {"seed": 1, "num_shards": 2, "position": 5},
+            ValueError,
+            "a multiple of the global batch 2",
+        ),
+        (
+            {"seed": 1, "num_shards": 2, "batch_size": 2, "position": 2},
+            ValueError,
+            r"multiple of the global batch 4 \(num_shards x batch_size\)",
+        ),
         ({"seed": 1, "num_shards": 0}, ValueError, "num_shards must be at least 1"),
         ({"seed": 1, "num_shards": 2, "shard_index": 2}, ValueError, "shard_index must be below 2"),
         ({"seed": 1, "num_shards": 11, "epochs": None}, ValueError, "an endless stream needs"),

@@ -128,8 +128,41 @@ def test_shards_split_the_epoch_into_equal_whole_batches(n, num_shards, batch_si
     shards = [EpochOrder(n, 4, 1, num_shards, k, batch_size) for k in range(num_shards)]
     assert [len(s) for s in shards] == [share] * num_shards
     assert all(s.dropped == dropped for s in shards) and dropped < num_shards * batch_size
-    together = np.concatenate([s[:] for s in shards])
-    assert together.tolist() == permutation(n, 4, 1)[: num_shards * share].tolist()
+    whole = permutation(n, 4, 1)
+    width = num_shards * batch_size  # a global batch: each shard's batch, shard 0 first
+    for j in range(0, share, batch_size):
+        together = np.concatenate([s[j : j + batch_size] for s in shards])
+        first = j // batch_size * width
+        assert together.tolist() == whole[first : first + width].tolist()
+
+
+@pytest.mark.parametrize("n", [1_000, 4_099])
+def test_global_batches_hold_the_same_records_for_1_2_4_and_8_shards(n):
+    """Elastic shares: at a fixed global batch, the number of shards changes nothing in it."""
+    global_batch = 64
+    batches = {}
+    for num_shards in (1, 2, 4, 8):
+        size = global_batch // num_shards
+        shards = [EpochOrder(n, 7, 3, num_shards, k, size) for k in range(num_shards)]
+        steps = -(-len(shards[0]) // size)  # one shard: a last, shorter batch
+        batches[num_shards] = [
+            np.concatenate([s[j * size : (j + 1) * size] for s in shards]).tolist()
+            for j in range(steps)
+        ]
+    full = n // global_batch
+    assert [len(b) for b in batches.values()] == [-(-n // global_batch), full, full, full]
+    for num_shards in (2, 4, 8):
+        assert batches[num_shards] == batches[1][:full]
+
+
+def test_the_shards_layout_check_fails_on_contiguous_blocks():
+    """The global-batch check above is not vacuous: contiguous blocks per shard fail it."""
+    n, num_shards, size = 1_000, 4, 16
+    whole = permutation(n, 7, 3)
+    share = n // (num_shards * size) * size
+    blocks = [whole[k * share : (k + 1) * share] for k in range(num_shards)]
+    first_global = np.concatenate([b[:size] for b in blocks])
+    assert first_global.tolist() != whole[: num_shards * size].tolist()
 
 
 def test_the_dropped_records_change_every_epoch():

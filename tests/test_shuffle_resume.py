@@ -177,7 +177,9 @@ def test_processes_read_disjoint_equal_shares_through_tf_data(tmp_path, num_shar
     assert (
         dropped == EpochOrder(n, 2, 0, num_shards, 0, batch_size).dropped < num_shards * batch_size
     )
-    assert read == EpochOrder(n, 2)[: num_shards * share].tolist()  # the epoch's order, in turn
+    global_batches = [sum((share[j] for share in shares), []) for j in range(len(shares[0]))]
+    whole = EpochOrder(n, 2)[: num_shards * share].tolist()  # the epoch's order: global batches
+    assert sum(global_batches, []) == whole
 
 
 def test_an_input_context_gives_the_shard(tmp_path):
@@ -223,3 +225,33 @@ def test_speed_mode_reads_every_record_and_resumes_with_the_same_records(tmp_pat
     tf.train.Checkpoint(iterator=restored).restore(path)
     rest = [numbers(r.numpy())[0] for r in restored]
     assert Counter(head + rest) == Counter(list(range(2_000)) * 2)
+
+
+def global_batches(files, seed, num_shards, global_batch, position=0, steps=None):
+    """Global batch after global batch: each shard's batch in turn, shard 0 first, read by
+    ``global_shuffle_dataset`` with ``num_shards`` shards from the epoch's ``position``."""
+    size = global_batch // num_shards
+    shards = [
+        global_shuffle_dataset(
+            files, seed, batch_size=size, position=position, num_shards=num_shards, shard_index=k
+        )
+        for k in range(num_shards)
+    ]
+    streams = [
+        [numbers(b) for b in shard.take(steps or -1).as_numpy_iterator()] for shard in shards
+    ]
+    return [sum(parts, []) for parts in zip(*streams, strict=True)]
+
+
+def test_a_job_preempted_at_8_shards_resumes_at_4_or_1_record_for_record(tmp_path):
+    """Elastic shares: the same global batches at 1, 2, 4 and 8 shards, and a resume from
+    ``(seed, epoch, position)`` at another number of shards continues the same epoch."""
+    n, global_batch, done = 1_000, 64, 5  # preempted after 5 global batches
+    files = write_numbered(tmp_path, n)
+    whole = [order.tolist() for order in np.split(EpochOrder(n, 6)[: n // 64 * 64], n // 64)]
+    for num_shards in (2, 4, 8):
+        assert global_batches(files, 6, num_shards, global_batch) == whole
+    first = global_batches(files, 6, 8, global_batch, steps=done)
+    for num_shards in (4, 1):
+        rest = global_batches(files, 6, num_shards, global_batch, position=done * global_batch)
+        assert first + rest[: len(whole) - done] == whole
