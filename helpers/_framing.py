@@ -141,14 +141,25 @@ def unframe(data: bytes, start: int, end: int) -> bytes | None:
 def unframe_many(data: bytes, starts: np.ndarray, ends: np.ndarray) -> tuple[list, np.ndarray]:
     """:func:`unframe` for the records of ``data`` from ``starts`` to ``ends``, with NumPy: their
     payloads, and a mask of those that fail the comparisons (then the check says why)."""
-    every_crc = np.ndarray(len(data) - FOOTER_SIZE + 1, "<u4", data, 0, (1,))  # at each byte
-    headers = headers_at(data, starts)
-    footers = every_crc[ends - FOOTER_SIZE]
+    headers, footers = ends_at(data, starts, ends)
     where = zip((starts + HEADER_SIZE).tolist(), (ends - FOOTER_SIZE).tolist(), strict=True)
     payloads = [data[first:last] for first, last in where]
+    return payloads, bad_frames(headers, footers, payloads, ends - starts)
+
+
+def ends_at(data: bytes, starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The headers (:data:`HEADER_DTYPE`) and stored payload CRCs of the records of ``data`` (any
+    buffer: a memory map too) from ``starts`` to ``ends``, gathered by NumPy."""
+    every_crc = np.ndarray(len(data) - FOOTER_SIZE + 1, "<u4", data, 0, (1,))  # at each byte
+    return headers_at(data, starts), every_crc[ends - FOOTER_SIZE]
+
+
+def bad_frames(headers: np.ndarray, footers: np.ndarray, payloads: list, sizes: np.ndarray):
+    """Which records of :func:`frames_at` differ from what :func:`frame` makes of their payloads,
+    ``sizes`` bytes each, frame included."""
     crcs = mask(np.fromiter(map(google_crc32c.value, payloads), np.int64, len(payloads)))
-    bad = headers["length"] != (ends - starts - FRAME_SIZE).astype(np.uint64)
-    return payloads, bad | bad_headers(headers) | (crcs != footers)
+    bad = headers["length"] != (sizes - FRAME_SIZE).astype(np.uint64)
+    return bad | bad_headers(headers) | (crcs != footers)
 
 
 def headers_at(data: bytes, starts: np.ndarray) -> np.ndarray:
@@ -158,8 +169,11 @@ def headers_at(data: bytes, starts: np.ndarray) -> np.ndarray:
 
 def bad_headers(headers: np.ndarray) -> np.ndarray:
     """Which ``headers`` fail their length CRC. It covers only the length: one CRC per distinct
-    length checks them all."""
-    distinct, which = np.unique(headers["length"], return_inverse=True)
+    length checks them all (records of one length, the common case, need no sort)."""
+    lengths = headers["length"]
+    if lengths.size and (lengths == lengths[0]).all():
+        return headers["crc"] != masked_crc32c(LENGTH.pack(int(lengths[0])))
+    distinct, which = np.unique(lengths, return_inverse=True)
     crcs = np.array([masked_crc32c(LENGTH.pack(n)) for n in distinct.tolist()], np.uint32)
     return crcs[which.reshape(-1)] != headers["crc"]
 

@@ -5,6 +5,7 @@ number, every CRC checked."""
 
 import bisect
 import contextlib
+import mmap
 import os
 from collections.abc import Sequence
 from pathlib import Path
@@ -24,7 +25,7 @@ from helpers._index_files import (
     saved_index,
     staged_index,
 )
-from helpers._spans import read_each, read_spans
+from helpers._spans import all_cached, map_file, read_each, read_spans
 
 _SAMPLE = 1024  # headers an opening view checks in each file, spread from the first to the last
 _LONGEST = framing.FRAME_SIZE + framing.MAX_RECORD_BYTES  # the longest span a read takes
@@ -124,6 +125,8 @@ class RecordView(contextlib.AbstractContextManager):
     :func:`build_index`. Opening checks 1,024 headers spread over each file; reads check the
     rest, both CRCs, and that no file was replaced or written to (every batch, a file's 1st and
     every 256th single read): RecordError. ValueError for a GZIP or ZLIB file. Pickles as paths.
+    A batch from the page cache is sliced from memory maps, else read by threads; a file cut
+    short during a batch's read can end the process with SIGBUS (``helpers._spans``).
     """
 
     def __init__(self, paths: PathLike | Sequence[PathLike], progress: bool = False) -> None:
@@ -135,6 +138,7 @@ class RecordView(contextlib.AbstractContextManager):
 
         self._files = [open(path, "rb", buffering=0) for path in self.paths]
         self._fds = [file.fileno() for file in self._files]
+        self._maps = [map_file(fd) for fd in self._fds]  # warm batches are read from them
         self._stats = seen or [os.fstat(fd) for fd in self._fds]
         self._reads = [0] * len(self._fds)
         self._check_files(range(len(self.paths)) if seen else [])  # the pickler's files
@@ -221,22 +225,47 @@ class RecordView(contextlib.AbstractContextManager):
         local = numbers - np.array(self._firsts)[files]
         used = np.flatnonzero(np.bincount(files)).tolist()
         self._check_files(used)
-        starts = np.empty(numbers.size, np.int64)
-        sizes = np.empty(numbers.size, np.int64)
-        for file in used:
-            mine = files == file if len(used) > 1 else slice(None)
-            starts[mine], sizes[mine] = self._spans(file, local[mine])
-        data = read_spans(np.array(self._fds, np.int64)[files], starts, sizes)
-        at = np.cumsum(sizes) - sizes
-        if len(data) == sizes.sum():
-            payloads, bad = framing.unframe_many(data, at, at + sizes)
-        else:  # a file was cut: each record says where
-            payloads = [None] * numbers.size
-            bad = np.ones(numbers.size, bool)
+        if len(used) == 1:
+            groups = [(used[0], slice(None))]  # (a file, its records in the batch)
+        else:
+            groups = [(file, np.flatnonzero(files == file)) for file in used]
+        starts, sizes = self._spans(files, local, groups)
+        fds = np.array(self._fds, np.int64)[files]
+        if all_cached(fds, starts, sizes):  # the files were just checked: their sizes hold
+            payloads, bad = self._mapped(files, groups, starts, starts + sizes)
+        else:
+            payloads, bad = self._read(fds, starts, sizes)
         for k in np.flatnonzero(bad).tolist():  # the careful path names the damage
             record = os.pread(self._fds[files[k]], int(sizes[k]), int(starts[k]))
             payloads[k] = self._careful(int(files[k]), int(local[k]), record)
         return payloads
+
+    def _mapped(
+        self, files: np.ndarray, groups: list, starts: np.ndarray, ends: np.ndarray
+    ) -> tuple[list, np.ndarray]:
+        """``framing.unframe_many`` of the spans, sliced from the maps of ``groups``' files
+        (each ``(file, its records)``), all checked at once."""
+        headers = np.empty(len(files), framing.HEADER_DTYPE)
+        footers = np.empty(len(files), np.uint32)
+        for file, mine in groups:
+            headers[mine], footers[mine] = framing.ends_at(
+                self._maps[file], starts[mine], ends[mine]
+            )
+        maps = self._maps
+        firsts = (starts + framing.HEADER_SIZE).tolist()  # of each payload
+        lasts = (ends - framing.FOOTER_SIZE).tolist()
+        where = zip(files.tolist(), firsts, lasts, strict=True)
+        payloads = [maps[file][first:last] for file, first, last in where]
+        return payloads, framing.bad_frames(headers, footers, payloads, ends - starts)
+
+    @staticmethod
+    def _read(fds: np.ndarray, starts: np.ndarray, sizes: np.ndarray) -> tuple[list, np.ndarray]:
+        """``framing.unframe_many`` of the spans, read by ``pread`` (threads on a cold cache)."""
+        data = read_spans(fds, starts, sizes)
+        if len(data) != sizes.sum():  # a file was cut: each record says where
+            return [None] * len(fds), np.ones(len(fds), bool)
+        at = np.cumsum(sizes) - sizes
+        return framing.unframe_many(data, at, at + sizes)
 
     def _numbers(self, numbers: Sequence[int]) -> np.ndarray:
         """``numbers`` as int64 from 0 to ``len(self)``; TypeError unless they are integers,
@@ -253,15 +282,20 @@ class RecordView(contextlib.AbstractContextManager):
             raise ValueError(f"I/O operation on a closed RecordView (of {self._named()})")
         return numbers.astype(np.int64) % max(n, 1)  # a new array: the caller's stays as it was
 
-    def _spans(self, file: int, local: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Where the records ``local`` of ``file`` start and how long they are (RecordError for
-        one the index cannot give: shorter than a record, longer than 256 MiB or before byte 0)."""
-        bounds = self._bounds[file]
-        starts = bounds[local]
-        sizes = bounds[local + 1] - starts
+    def _spans(self, files: np.ndarray, local: np.ndarray, groups: list) -> tuple:
+        """Where the records ``local`` of ``files`` start and how long they are, ``groups`` file by
+        file (RecordError for one the index cannot give: shorter than a record, longer than 256
+        MiB or before byte 0)."""
+        starts = np.empty(len(local), np.int64)
+        sizes = np.empty(len(local), np.int64)
+        for file, mine in groups:
+            bounds = self._bounds[file]
+            starts[mine] = bounds[local[mine]]
+            sizes[mine] = bounds[local[mine] + 1] - starts[mine]
         wrong = (sizes < framing.FRAME_SIZE) | (sizes > _LONGEST) | (starts < 0)
         if wrong.any():
-            self._careful(file, int(local[wrong.argmax()]), b"")  # raises
+            first = wrong.argmax()
+            self._careful(int(files[first]), int(local[first]), b"")  # raises
         return starts, sizes
 
     def _careful(self, file: int, local: int, data: bytes) -> bytes:
@@ -291,8 +325,13 @@ class RecordView(contextlib.AbstractContextManager):
 
     def close(self) -> None:
         """Close the files and drop the maps (reading afterwards raises ValueError)."""
+        for mapped in self._maps:
+            if isinstance(mapped, mmap.mmap):
+                with contextlib.suppress(BufferError):  # a caller's view of it: freed with it
+                    mapped.close()
         for file in self._files:
             file.close()
+        self._maps = []
         self._fds = None
         self._bounds = []
 

@@ -3,18 +3,21 @@ its identity, the checks a view makes at every open, reads of a shard cut short,
 a worker process holds."""
 
 import contextlib
+import ctypes
+import mmap
 import os
 import pickle
 import re
 import subprocess
 import sys
-import threading
+import time
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import pytest
 from test_records import python_peak_mib
 
-from helpers import index
+from helpers import _spans, index
 from helpers.index import RecordView, build_index, check_index, write_index
 from helpers.records import RecordError, write_records, write_sharded
 
@@ -228,24 +231,73 @@ def test_a_shard_cut_short_between_reads_is_a_named_error_on_every_path(tmp_path
     assert single.value.reason == "file ends inside a record header (0 of 12 bytes)"
 
 
+def cached_pages(path):
+    """How many of the file's pages are in the page cache: ``mincore`` of a private map of it
+    (a probe by read would start read-ahead and fill the cache it looks at)."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mincore.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_void_p]
+    with open(path, "rb") as file:
+        size = os.fstat(file.fileno()).st_size
+        mapped = mmap.mmap(file.fileno(), size, access=mmap.ACCESS_COPY)
+    pages = (ctypes.c_ubyte * -(-size // mmap.PAGESIZE))()
+    start = ctypes.c_char.from_buffer(mapped)
+    try:
+        if libc.mincore(ctypes.addressof(start), size, pages):
+            raise OSError(ctypes.get_errno(), f"mincore of {path}")
+    finally:
+        del start  # the map cannot close while a pointer into it lives
+        mapped.close()
+    return sum(flag & 1 for flag in pages)
+
+
 def drop_cached_pages(paths):
-    """Drop the files' pages from the page cache (no root needed): the next reads wait for the disk."""
+    """Drop the files' pages from the page cache (no root needed): the next reads wait for the
+    disk. Pages not yet written back cannot be dropped, so each file is synced first, and a
+    page the kernel still holds (busy for a moment) is asked for again, up to 20 times; then the
+    premise is checked (a page still cached fails here, not in a later assertion)."""
     for path in paths:
         fd = os.open(path, os.O_RDONLY)
-        os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+        os.fsync(fd)
+        for _ in range(20):
+            os.posix_fadvise(fd, 0, 0, os.POSIX_FADV_DONTNEED)
+            if not cached_pages(path):
+                break
+            time.sleep(0.05)
         os.close(fd)
+        assert cached_pages(path) == 0, f"{path}: pages still in the page cache"
 
 
-def test_a_batch_from_a_cold_cache_is_read_by_threads_and_gives_the_same_records(tmp_path):
+def test_a_batch_from_a_cold_cache_gives_the_same_records(tmp_path):
+    """Each batch from a cache just emptied, by a view that has mapped no page yet (a mapped page
+    cannot be dropped): the records read one by one."""
     paths = write_sharded(tmp_path / "x", [bytes([i % 256]) * (i % 9) for i in range(3_000)], 3)
+    order = np.random.default_rng(1).permutation(3_000)
     with RecordView(paths) as view:
-        order = np.random.default_rng(1).permutation(len(view))
         one_by_one = [view[int(i)] for i in order]
-        for size in (3_000, 300, 40, 1):  # 8 threads, 8, 2, and one read
+    for size in (3_000, 300, 40, 1):
+        with RecordView(paths) as view:
             drop_cached_pages(paths)
             assert view[order[:size]] == one_by_one[:size]
-        assert view[order] == one_by_one  # from the warm cache: no threads
-    assert any(thread.name.startswith("RecordView") for thread in threading.enumerate())
+
+
+def test_a_batch_the_cache_lacks_is_read_by_threads_from_32_records_on(tmp_path, monkeypatch):
+    """Whether the cache lacks a page is the kernel's answer to a read that must not wait, and a
+    fast disk may answer "cached" for a page it has just fetched: here the answer is "lacking"."""
+    paths = write_sharded(tmp_path / "x", [bytes([i % 256]) * (i % 9) for i in range(3_000)], 3)
+    order = np.random.default_rng(1).permutation(3_000)
+    pools = []
+    real_map = ThreadPoolExecutor.map
+    monkeypatch.setattr(
+        ThreadPoolExecutor, "map", lambda pool, *work: pools.append(pool) or real_map(pool, *work)
+    )
+    with RecordView(paths) as view:
+        one_by_one = [view[int(i)] for i in order]
+        for module in (index, _spans):  # the view's choice of maps, and read_each's of threads
+            monkeypatch.setattr(module, "all_cached", lambda fds, starts, sizes: False)
+        for size, threaded in ((3_000, True), (300, True), (40, True), (31, False), (1, False)):
+            pools.clear()
+            assert view[order[:size]] == one_by_one[:size]
+            assert bool(pools) == threaded, size
 
 
 _WORKER = """
@@ -273,35 +325,39 @@ def test_a_pickled_view_carries_paths_not_the_index(tmp_path):
     assert worker.returncode == 1 and b"was replaced since the view opened it" in worker.stderr
 
 
-_USS = """
+_ANONYMOUS = """
 import pickle, sys
-import psutil
+def anonymous():  # the process's private memory that no file backs, in KiB
+    with open("/proc/self/smaps_rollup") as rollup:
+        return next(int(line.split()[1]) for line in rollup if line.startswith("Anonymous:"))
 blob = sys.stdin.buffer.read()
-before = psutil.Process().memory_full_info().uss
+before = anonymous()
 view = pickle.loads(blob)
 view[list(range(0, len(view), max(1, len(view) // 256)))]
-print(psutil.Process().memory_full_info().uss - before)
+print((anonymous() - before) * 1024)
 """
 
 
-def worker_uss_growth(view):
-    """The private memory (USS) a worker process adds by unpickling ``view`` and reading a batch."""
-    done = subprocess.run([sys.executable, "-c", _USS], input=pickle.dumps(view),
-                          capture_output=True)  # fmt: skip
+def worker_anonymous_growth(view):
+    """The anonymous memory (private, backed by no file) a worker process adds by unpickling
+    ``view`` and reading a batch. The file pages the view maps are not in it: those are page
+    cache, which the kernel can drop and which a ``pread`` fills as well."""
+    done = subprocess.run(
+        [sys.executable, "-c", _ANONYMOUS], input=pickle.dumps(view), capture_output=True
+    )
     assert done.returncode == 0, done.stderr.decode()
     return int(done.stdout)
 
 
 def test_a_worker_holding_a_big_mapped_view_holds_no_more_private_memory(tmp_path):
-    pytest.importorskip("psutil")
     big = write_sharded(tmp_path / "big", (bytes(100) for _ in range(1_000_000)), 2, index=True)
     small = write_sharded(tmp_path / "small", [bytes(100)] * 1_000, 2, index=True)
     with RecordView(big) as view, RecordView(small) as other:  # the opener maps them too
-        mapped = worker_uss_growth(view) - worker_uss_growth(other)
+        mapped = worker_anonymous_growth(view) - worker_anonymous_growth(other)
         for path in big:  # the control: the same view without its binary form, private arrays
             binary_of(path).unlink()
         with RecordView(big) as private_view:
-            private = worker_uss_growth(private_view) - worker_uss_growth(other)
+            private = worker_anonymous_growth(private_view) - worker_anonymous_growth(other)
     assert private > 6 << 20  # 8 MB of index in private arrays: the test can see it
     assert mapped < 3 << 20, (mapped, private)
 
@@ -382,6 +438,7 @@ def test_records_read_in_order_come_in_runs_and_a_cut_inside_a_run_is_named(tmp_
     reads = []
     real_pread = os.pread
     monkeypatch.setattr(os, "pread", lambda *args: reads.append(args[1]) or real_pread(*args))
+    monkeypatch.setattr(index, "all_cached", lambda *spans: False)  # read, not sliced from maps
     with RecordView(paths) as view:
         reads.clear()  # the headers read at opening
         assert view[list(range(100, 356))] == [bytes([i % 256]) * 300 for i in range(100, 356)]
@@ -392,3 +449,23 @@ def test_records_read_in_order_come_in_runs_and_a_cut_inside_a_run_is_named(tmp_
             view[list(range(150, 250))]
     assert (caught.value.index, caught.value.offset) == (200, 200 * 316)
     assert caught.value.reason == "file ends inside the payload (88 of 300 bytes)"
+
+
+def test_a_batch_from_a_warm_cache_is_sliced_from_maps_and_a_cut_file_is_named_first(
+    tmp_path, monkeypatch
+):
+    """Warm batches make no read call; a file cut before a batch is named by the check that
+    precedes every batch, before any slice of its map could touch a page past its end."""
+    paths = write_sharded(tmp_path / "x", [bytes([i % 256]) * 300 for i in range(400)], 2)
+    with RecordView(paths) as view:
+        order = np.random.default_rng(2).permutation(len(view))
+        expected = [view[int(i)] for i in order]  # single reads use pread
+        monkeypatch.setattr(os, "pread", lambda *args: pytest.fail("a warm batch used pread"))
+        assert view[order] == expected
+        monkeypatch.undo()
+        os.truncate(paths[1], 1_000)
+        with pytest.raises(
+            RecordError,
+            match=r"x-00001-of-00002.tfrecord: record 0 at byte 0: the file is now 1000 bytes since",
+        ):
+            view[order]
