@@ -193,28 +193,10 @@ def formatted_lines(path: Path) -> int:
 
 # --- Scope, measured directly: every name and parameter is used, or says why not -------------
 
-AT_SCALE = "at-scale shuffle: taught by issue 'A global shuffle that is taught...'"
-
 #: Public names (``module.name``, ``module.Class.method``) and parameters (``module.f(p)``,
 #: ``module.Class(p)`` for ``__init__``) that no notebook and not the command line uses, each
 #: with its reason in one line. An entry that is used, or gone, fails: the list stays true.
 KEPT_UNUSED = {
-    "shuffle.EpochOrder": AT_SCALE,
-    "shuffle.EpochOrder(num_records)": AT_SCALE,
-    "shuffle.EpochOrder(seed)": AT_SCALE,
-    "shuffle.EpochOrder(epoch)": AT_SCALE,
-    "shuffle.EpochOrder(num_shards)": AT_SCALE,
-    "shuffle.EpochOrder(shard_index)": AT_SCALE,
-    "shuffle.EpochOrder(batch_size)": AT_SCALE,
-    "shuffle.global_shuffle_dataset(read_batch)": AT_SCALE,
-    "shuffle.global_shuffle_dataset(position)": AT_SCALE,
-    "shuffle.global_shuffle_dataset(epochs)": AT_SCALE,
-    "shuffle.global_shuffle_dataset(num_shards)": AT_SCALE,
-    "shuffle.global_shuffle_dataset(shard_index)": AT_SCALE,
-    "shuffle.global_shuffle_dataset(input_context)": AT_SCALE,
-    "shuffle.global_shuffle_dataset(deterministic)": AT_SCALE,
-    "notebook.prepare_tensorflow(deterministic_ops)": AT_SCALE
-    + "; the benchmarks' speed mode uses it today",
     "index.RecordView(progress)": "opening unindexed shards walks them all: long work shows a bar",
     "index.RecordView.close": "for callers that hold a view without `with` (Grain, PyTorch)",
     "cli.main(argv)": "the tests and an embedding program run the command line in-process",
