@@ -18,6 +18,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 
+import helpers._framing as framing
+
 _THREADS = 8  # a batch on a cold cache: read from up to 8 threads,
 _SLICE = 16  # at least 16 reads each,
 _PROBE = 8  # when one of the first 8 is not all in the page cache
@@ -81,3 +83,29 @@ def read_spans(fds: np.ndarray, starts: np.ndarray, sizes: np.ndarray) -> bytes:
     firsts = np.flatnonzero(np.concatenate([[True], breaks]))
     lasts = np.append(firsts[1:], len(starts)) - 1
     return b"".join(read_each(fds[firsts], starts[firsts], ends[lasts] - starts[firsts]))
+
+
+def unframe_mapped(
+    maps: list, files: np.ndarray, groups: list, starts: np.ndarray, ends: np.ndarray
+) -> tuple[list, np.ndarray]:
+    """``framing.unframe_many`` of spans ``starts`` to ``ends`` of ``files``, sliced from their
+    ``maps``; ``groups`` pairs each file with its spans' places. All are checked at once."""
+    headers = np.empty(len(files), framing.HEADER_DTYPE)
+    footers = np.empty(len(files), np.uint32)
+    for file, mine in groups:
+        headers[mine], footers[mine] = framing.ends_at(maps[file], starts[mine], ends[mine])
+    firsts = (starts + framing.HEADER_SIZE).tolist()  # of each payload
+    lasts = (ends - framing.FOOTER_SIZE).tolist()
+    where = zip(files.tolist(), firsts, lasts, strict=True)
+    payloads = [maps[file][first:last] for file, first, last in where]
+    return payloads, framing.bad_frames(headers, footers, payloads, ends - starts)
+
+
+def unframe_read(fds: np.ndarray, starts: np.ndarray, sizes: np.ndarray) -> tuple[list, np.ndarray]:
+    """``framing.unframe_many`` of the spans, read by :func:`read_spans` (threads on a cold
+    cache); all marked bad if a file was cut short (each record's check then says where)."""
+    data = read_spans(fds, starts, sizes)
+    if len(data) != sizes.sum():
+        return [None] * len(fds), np.ones(len(fds), bool)
+    at = np.cumsum(sizes) - sizes
+    return framing.unframe_many(data, at, at + sizes)

@@ -25,7 +25,7 @@ from helpers._index_files import (
     saved_index,
     staged_index,
 )
-from helpers._spans import all_cached, map_file, read_each, read_spans
+from helpers._spans import all_cached, map_file, read_each, unframe_mapped, unframe_read
 
 _SAMPLE = 1024  # headers an opening view checks in each file, spread from the first to the last
 _LONGEST = framing.FRAME_SIZE + framing.MAX_RECORD_BYTES  # the longest span a read takes
@@ -134,11 +134,23 @@ class RecordView(contextlib.AbstractContextManager):
         self._open(None, progress)
 
     def _open(self, seen: list | None, progress: bool = False) -> None:  # seen: by the pickler
+        """Open, map and index the files; if any of it fails, close what was opened."""
+        self._files = []
+        self._maps = []  # warm batches are read from them
+        try:
+            for path in self.paths:
+                self._files.append(open(path, "rb", buffering=0))
+                self._maps.append(map_file(self._files[-1].fileno()))
+            self._load(seen, progress)
+        except BaseException:
+            self.close()
+            raise
+
+    def _load(self, seen: list | None, progress: bool) -> None:
+        """The files' identities and indexes: checked against ``seen`` (the pickler's), or new."""
         from tqdm.auto import tqdm
 
-        self._files = [open(path, "rb", buffering=0) for path in self.paths]
         self._fds = [file.fileno() for file in self._files]
-        self._maps = [map_file(fd) for fd in self._fds]  # warm batches are read from them
         self._stats = seen or [os.fstat(fd) for fd in self._fds]
         self._reads = [0] * len(self._fds)
         self._check_files(range(len(self.paths)) if seen else [])  # the pickler's files
@@ -232,40 +244,13 @@ class RecordView(contextlib.AbstractContextManager):
         starts, sizes = self._spans(files, local, groups)
         fds = np.array(self._fds, np.int64)[files]
         if all_cached(fds, starts, sizes):  # the files were just checked: their sizes hold
-            payloads, bad = self._mapped(files, groups, starts, starts + sizes)
+            payloads, bad = unframe_mapped(self._maps, files, groups, starts, starts + sizes)
         else:
-            payloads, bad = self._read(fds, starts, sizes)
+            payloads, bad = unframe_read(fds, starts, sizes)
         for k in np.flatnonzero(bad).tolist():  # the careful path names the damage
             record = os.pread(self._fds[files[k]], int(sizes[k]), int(starts[k]))
             payloads[k] = self._careful(int(files[k]), int(local[k]), record)
         return payloads
-
-    def _mapped(
-        self, files: np.ndarray, groups: list, starts: np.ndarray, ends: np.ndarray
-    ) -> tuple[list, np.ndarray]:
-        """``framing.unframe_many`` of the spans, sliced from the maps of ``groups``' files
-        (each ``(file, its records)``), all checked at once."""
-        headers = np.empty(len(files), framing.HEADER_DTYPE)
-        footers = np.empty(len(files), np.uint32)
-        for file, mine in groups:
-            headers[mine], footers[mine] = framing.ends_at(
-                self._maps[file], starts[mine], ends[mine]
-            )
-        maps = self._maps
-        firsts = (starts + framing.HEADER_SIZE).tolist()  # of each payload
-        lasts = (ends - framing.FOOTER_SIZE).tolist()
-        where = zip(files.tolist(), firsts, lasts, strict=True)
-        payloads = [maps[file][first:last] for file, first, last in where]
-        return payloads, framing.bad_frames(headers, footers, payloads, ends - starts)
-
-    @staticmethod
-    def _read(fds: np.ndarray, starts: np.ndarray, sizes: np.ndarray) -> tuple[list, np.ndarray]:
-        """``framing.unframe_many`` of the spans, read by ``pread`` (threads on a cold cache)."""
-        data = read_spans(fds, starts, sizes)
-        if len(data) != sizes.sum():  # a file was cut: each record says where
-            return [None] * len(fds), np.ones(len(fds), bool)
-        at = np.cumsum(sizes) - sizes
-        return framing.unframe_many(data, at, at + sizes)
 
     def _numbers(self, numbers: Sequence[int]) -> np.ndarray:
         """``numbers`` as int64 from 0 to ``len(self)``; TypeError unless they are integers,

@@ -134,14 +134,18 @@ def _keep_iterators_at_exit() -> None:
     atexit.register(_keep_iterators)
 
 
-def _reader(view: RecordView, first: EpochOrder, read_batch: int) -> Callable:
-    """``read(epoch, start)``: the records at positions ``start`` to ``start + read_batch`` of
-    ``epoch``'s order, which is ``first``'s for another epoch (the Python of a read)."""
+def _reader(view: RecordView, first: EpochOrder, batch_size: int | None) -> Callable:
+    """``read(epoch, start, stop)``: the records at positions ``start`` to ``stop`` of ``epoch``'s
+    order (``first``'s, for another epoch), as whole batches (a matrix with a batch per row) if
+    ``batch_size``, else a vector: the Python of a read."""
 
-    def read(epoch: np.ndarray, start: np.ndarray) -> np.ndarray:  # an EpochOrder costs 10 µs
+    def read(epoch: np.ndarray, start: np.ndarray, stop: np.ndarray) -> np.ndarray:
         shards = (first.num_shards, first.shard_index, first.batch_size)
-        order = EpochOrder(len(view), first.seed, int(epoch), *shards)
-        return np.array(view[order[start : start + read_batch]], dtype=object)
+        order = EpochOrder(len(view), first.seed, int(epoch), *shards)  # costs about 10 µs
+        records = np.array(view[order[start:stop]], dtype=object)
+        if batch_size is None:
+            return records
+        return records.reshape(-1, batch_size if len(records) % batch_size == 0 else len(records))
 
     return read
 
@@ -202,22 +206,37 @@ def _epoch_reader(
     deterministic: bool,
 ) -> Callable:
     """``one_epoch(epoch)``: the records of ``epoch`` in its order (``first`` is the first
-    epoch's, read from ``position``), ``read_batch`` at a time by ``parallel`` calls, in batches
-    that end with the epoch if ``batch_size``."""
+    epoch's, read from ``position``), ``read_batch`` at a time by ``parallel`` calls. With
+    ``batch_size``, each call reads whole batches, and an epoch's last, shorter batch alone."""
     import tensorflow as tf
 
-    read = _reader(view, first, read_batch)
+    read = _reader(view, first, batch_size)
+    shape = [None] if batch_size is None else [None, None]
 
-    def read_op(epoch: tf.Tensor, start: tf.Tensor) -> tf.Tensor:
-        return tf.ensure_shape(tf.numpy_function(read, [epoch, start], tf.string, False), [None])
+    def read_op(epoch: tf.Tensor, start: tf.Tensor, stop: tf.Tensor) -> tf.Tensor:
+        records = tf.numpy_function(read, [epoch, start, stop], tf.string, False)
+        return tf.ensure_shape(records, shape)
 
     def one_epoch(epoch: tf.Tensor) -> tf.data.Dataset:
         start = tf.where(epoch == first.epoch, tf.constant(position, tf.int64), 0)
-        slices = tf.data.Dataset.range(start, len(first), read_batch).map(lambda at: (epoch, at))
-        records = slices.map(read_op, parallel, deterministic).unbatch()
-        return records.batch(batch_size) if batch_size else records
+        bounds = _slice_bounds(start, len(first), read_batch, batch_size or 1)
+        slices = tf.data.Dataset.from_tensor_slices((bounds[:-1], bounds[1:]))
+        reads = slices.map(lambda start, stop: read_op(epoch, start, stop), parallel, deterministic)
+        return reads.unbatch()  # a call's batches one by one (records, unbatched)
 
     return one_epoch
+
+
+def _slice_bounds(start: tf.Tensor, share: int, read_batch: int, batch_size: int) -> tf.Tensor:
+    """Where each read starts, and the end: every ``read_batch`` positions from ``start``, and
+    where the last whole batch ends if a shorter one follows it (int64)."""
+    import tensorflow as tf
+
+    share = tf.constant(share, tf.int64)
+    whole = start + (share - start) // batch_size * batch_size  # where the whole batches end
+    starts = tf.range(start, whole, read_batch, tf.int64)
+    ends = tf.cond(whole < share, lambda: tf.stack([whole, share]), lambda: tf.stack([whole]))
+    return tf.concat([starts, ends], 0)
 
 
 def global_shuffle_dataset(

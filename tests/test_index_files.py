@@ -4,6 +4,7 @@ a worker process holds."""
 
 import contextlib
 import ctypes
+import gc
 import mmap
 import os
 import pickle
@@ -11,6 +12,7 @@ import re
 import subprocess
 import sys
 import time
+import warnings
 from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
@@ -469,3 +471,16 @@ def test_a_batch_from_a_warm_cache_is_sliced_from_maps_and_a_cut_file_is_named_f
             match=r"x-00001-of-00002.tfrecord: record 0 at byte 0: the file is now 1000 bytes since",
         ):
             view[order]
+
+
+def test_a_view_that_cannot_open_closes_the_files_it_had_opened(tmp_path):
+    """A GZIP file second in the list: the first file, opened and mapped, is closed again."""
+    plain = write_sharded(tmp_path / "plain", [b"x"] * 10, 1)[0]
+    packed = tmp_path / "packed.tfrecord.gz"
+    write_records(packed, [b"y"], compression="GZIP")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with pytest.raises(ValueError, match="cannot be indexed"):
+            RecordView([plain, packed])
+        gc.collect()
+    assert not [w for w in caught if issubclass(w.category, ResourceWarning)], caught
