@@ -4,8 +4,10 @@ Usage: python scripts/prose.py [NOTEBOOK ...]       (default: notebooks/[0-9][0-
        python scripts/prose.py --long 5 notebooks/02_*.ipynb   (and its 5 longest sentences)
 
 One row per notebook and a total row: cells, then the words and sentences of the markdown
-prose, mean words per sentence and the sentences over 35 words. CONTRIBUTING.md ("Prose") gives
-the counting rules and the goal. It is a measure for writers, not a test: no number fails it.
+prose, mean words per sentence and the sentences over 35 words. Two more columns count them by
+the strict rule: a list item or a paragraph that ends without a full stop runs on into the next
+one of its cell. The goal is met by the strict columns. CONTRIBUTING.md ("Prose") gives the
+counting rules and the goal. It is a measure for writers, not a test: no number fails it.
 """
 
 from __future__ import annotations
@@ -109,28 +111,52 @@ def read_cells(path: Path) -> list[dict]:
     return cells
 
 
-def cell_sentences(cells: list[dict]) -> list[tuple[int, list[str]]]:
-    """Every sentence of the markdown cells, with its cell's number (the first cell is 1)."""
+def cell_sentences(cells: list[dict], strict: bool = False) -> list[tuple[int, list[str]]]:
+    """Every sentence of the markdown cells, with its cell's number (the first cell is 1). By
+    the ``strict`` rule, a unit that ends without a full stop runs on into the next one."""
     found = []
     for number, cell in enumerate(cells, start=1):
         if cell["cell_type"] == "markdown":
-            found += [(number, s) for unit in units(cell["source"]) for s in sentences(unit)]
+            found += [(number, s) for s in markdown_sentences(cell["source"], strict)]
     return found
 
 
-def row(name: str, cells: int, lengths: list[int]) -> list[str]:
-    """A row of the table, from the number of words of each sentence."""
+def markdown_sentences(markdown: str, strict: bool = False) -> list[list[str]]:
+    """The sentences of one markdown cell. Each paragraph or list item ends its last sentence,
+    unless ``strict``: then a unit whose last word ends no sentence (no ``.``, ``!`` or ``?``)
+    runs on into the next unit of the cell, as a list item without a stop does for a reader."""
+    found: list[list[str]] = []
+    runs_on = False
+    for unit in units(markdown):
+        parts = sentences(unit)
+        if runs_on and parts:
+            found[-1] = found[-1] + parts.pop(0)
+        found += parts
+        runs_on = strict and bool(found) and not _ends_sentence(found[-1][-1])
+    return found
+
+
+def row(name: str, cells: int, lengths: list[int], strict: list[int] | None = None) -> list[str]:
+    """A row of the table, from the number of words of each sentence, and then, if given, the
+    mean and the long ones from the sentences counted by the strict rule."""
     words = sum(lengths)
+    found = [name, str(cells), f"{words:,}", f"{len(lengths):,}", *_long(lengths)]
+    return found if strict is None else [*found, *_long(strict)]
+
+
+def _long(lengths: list[int]) -> list[str]:
+    """The mean words per sentence and the sentences over LONG words, with their share."""
     count = len(lengths)
     over = sum(length > LONG for length in lengths)
-    mean = f"{words / count:.1f}" if count else "-"
+    mean = f"{sum(lengths) / count:.1f}" if count else "-"
     share = f"{over} ({100 * over / count:.0f}%)" if count else "0"
-    return [name, str(cells), f"{words:,}", f"{count:,}", mean, share]
+    return [mean, share]
 
 
 def table(rows: list[list[str]]) -> str:
     """The rows under their header, the names left-aligned and the numbers right-aligned."""
-    rows = [["notebook", "cells", "words", "sentences", "words/sentence", f"over {LONG}"], *rows]
+    header = ["notebook", "cells", "words", "sentences", "words/sentence", f"over {LONG}"]
+    rows = [[*header, "strict w/s", f"strict over {LONG}"][: len(rows[0])], *rows]
     widths = [max(len(r[k]) for r in rows) for k in range(len(rows[0]))]
     lines = []
     for r in rows:
@@ -159,21 +185,33 @@ def main(argv: list[str] | None = None) -> int:
     )
     args = parser.parse_args(argv)
     paths = args.notebooks or sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
-    measured = {}  # name: (number of cells, the sentences with their cell numbers)
+    measured = {}  # name: (number of cells, its sentences, its sentences by the strict rule)
     for path in paths:
         try:
             cells = read_cells(path)
         except (OSError, ValueError, KeyError, TypeError) as error:
             print(f"{path}: cannot read it as a notebook: {error}", file=sys.stderr)
             return 1
-        measured[path.name] = (len(cells), cell_sentences(cells))
-    rows = [row(name, n, [len(s) for _, s in found]) for name, (n, found) in measured.items()]
-    every = [len(s) for _, found in measured.values() for _, s in found]
-    print(table([*rows, row("total", sum(n for n, _ in measured.values()), every)]))
+        measured[path.name] = (len(cells), cell_sentences(cells), cell_sentences(cells, True))
+    print(table(rows_of(measured)))
     if args.long > 0:
-        for name, (_, found) in measured.items():
+        for name, (_, _, found) in measured.items():
             print(f"\n{longest(name, found, args.long)}")
     return 0
+
+
+def rows_of(measured: dict[str, tuple]) -> list[list[str]]:
+    """A row per notebook, then the total, from each one's cells and sentences by both rules."""
+    rows = []
+    every: list[list[int]] = [[], []]
+    for name, (cells, found, strict) in measured.items():
+        lengths = [len(s) for _, s in found]
+        strict_lengths = [len(s) for _, s in strict]
+        rows.append(row(name, cells, lengths, strict_lengths))
+        every[0] += lengths
+        every[1] += strict_lengths
+    total = sum(cells for cells, _, _ in measured.values())
+    return [*rows, row("total", total, every[0], every[1])]
 
 
 if __name__ == "__main__":

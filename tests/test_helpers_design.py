@@ -205,7 +205,6 @@ KEPT_UNUSED = {
     "pipeline.voc_batches(encoding)": "reads convert-voc --encoding encoded shards (README)",
     "pipeline.voc_batches(compression)": "reads convert-voc --compression shards (README)",
     "pipeline.voc_batches(drop_remainder)": "static batch shapes, as Keras on a TPU or XLA want",
-    "records.write_sharded(overwrite)": "a user's existing files are replaced only when asked",
     "sequences.write_day(overwrite)": "a user's existing files are replaced only when asked",
     "records.iter_records(max_record_bytes)": "the memory bound a file's length field must not pass",
     "voc_records.split_order(task)": "convert-voc --task reaches it through convert_split and beam",

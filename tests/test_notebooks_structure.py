@@ -231,6 +231,33 @@ def test_prose_fits_one_class_unit(notebook):
     )
 
 
+MAX_CELLS = 80
+
+
+def too_many_cells(nb) -> str | None:
+    """Why a notebook holds more than one lesson by its cell count, or None."""
+    if len(nb.cells) > MAX_CELLS:
+        return f"{len(nb.cells)} cells, at most {MAX_CELLS} fit one lesson: split it in two"
+    return None
+
+
+def test_cell_limit_counts_every_cell():
+    def nb(markdown, code):
+        cells = [nbformat.v4.new_markdown_cell("word") for _ in range(markdown)]
+        cells += [nbformat.v4.new_code_cell("1") for _ in range(code)]
+        return nbformat.v4.new_notebook(cells=cells)
+
+    assert too_many_cells(nb(40, 40)) is None
+    assert too_many_cells(nb(41, 40)) == "81 cells, at most 80 fit one lesson: split it in two"
+    assert too_many_cells(nb(0, 81)) is not None
+
+
+def test_cells_fit_one_lesson(notebook):
+    path, nb = notebook
+    problem = too_many_cells(nb)
+    assert problem is None, f"{path.name}: {problem}"
+
+
 def test_outputs_come_from_one_clean_top_to_bottom_run(notebook):
     path, nb = notebook
     counts = [c.execution_count for c in nb.cells if c.cell_type == "code"]

@@ -113,6 +113,37 @@ def test_links_keep_their_text_images_go_and_dashes_are_no_words():
     assert texts(markdown) == ["See the README it says so."]
 
 
+def strict_texts(markdown: str) -> list[str]:
+    return [" ".join(s) for s in prose.markdown_sentences(markdown, strict=True)]
+
+
+def test_by_the_strict_rule_a_unit_without_a_full_stop_runs_on_into_the_next():
+    markdown = "It does three things:\n\n- reads the shards\n- shuffles them. Twice\n- batches."
+    assert strict_texts(markdown) == [
+        "It does three things: reads the shards shuffles them.",
+        "Twice batches.",
+    ]
+    assert prose.markdown_sentences(markdown) == [s.split() for s in texts(markdown)]
+
+
+def test_by_the_strict_rule_a_cell_still_ends_its_last_sentence(tmp_path):
+    cells = [("markdown", "Read it back:"), ("code", "1"), ("markdown", "- one\n- two")]
+    path = write_notebook(tmp_path / "01_a.ipynb", cells)
+    assert prose.cell_sentences(prose.read_cells(path), strict=True) == [
+        (1, ["Read", "it", "back:"]),
+        (3, ["one", "two"]),
+    ]
+
+
+def test_by_the_strict_rule_an_abbreviation_or_a_code_span_at_the_end_runs_on():
+    assert strict_texts("- a spec, e.g.\n- a dict. \n- done!\n- `x?`\n- y\n- `z`?\n- w") == [
+        "a spec, e.g. a dict.",
+        "done!",
+        "`x?` y `z`?",
+        "w",
+    ]
+
+
 def test_the_table_counts_sentences_over_35_words_and_the_mean():
     assert prose.row("x.ipynb", 7, [35, 36, 10, 3]) == [
         "x.ipynb",
@@ -123,6 +154,10 @@ def test_the_table_counts_sentences_over_35_words_and_the_mean():
         "1 (25%)",
     ]
     assert prose.row("empty.ipynb", 1, []) == ["empty.ipynb", "1", "0", "0", "-", "0"]
+    assert prose.row("x.ipynb", 7, [35, 36, 10, 3], [71, 13]) == [
+        *["x.ipynb", "7", "84", "4", "21.0", "1 (25%)"],
+        *["42.0", "1 (50%)"],
+    ]
 
 
 def write_notebook(path: Path, cells: list[tuple[str, str]]) -> Path:
@@ -151,18 +186,20 @@ def test_only_markdown_cells_count_and_cells_are_numbered_from_1(tmp_path):
 def test_the_command_prints_a_row_per_notebook_a_total_and_the_longest(tmp_path, capsys):
     long = " ".join(["word"] * 36) + "."
     first = write_notebook(tmp_path / "01_a.ipynb", [("markdown", f"Short one. {long}")])
-    second = write_notebook(tmp_path / "02_b.ipynb", [("code", "1"), ("markdown", "Two words.")])
+    cells = [("code", "1"), ("markdown", "Two words.\n\n- an item\n- and one more.")]
+    second = write_notebook(tmp_path / "02_b.ipynb", cells)
     assert prose.main([str(first), str(second), "--long", "1"]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert [line.split() for line in lines[:4]] == [
-        ["notebook", "cells", "words", "sentences", "words/sentence", "over", "35"],
-        ["01_a.ipynb", "1", "38", "2", "19.0", "1", "(50%)"],
-        ["02_b.ipynb", "2", "2", "1", "2.0", "0", "(0%)"],
-        ["total", "3", "40", "3", "13.3", "1", "(33%)"],
+        [*"notebook cells words sentences words/sentence over 35".split(), "strict", "w/s"]
+        + ["strict", "over", "35"],
+        ["01_a.ipynb", "1", "38", "2", "19.0", "1", "(50%)", "19.0", "1", "(50%)"],
+        ["02_b.ipynb", "2", "7", "3", "2.3", "0", "(0%)", "3.5", "0", "(0%)"],
+        ["total", "3", "45", "5", "9.0", "1", "(20%)", "11.2", "1", "(25%)"],
     ]
     assert lines[5] == "01_a.ipynb: the 1 longest sentences"
     assert lines[6] == f"  36 words, cell 1: {long}"
-    assert lines[-1] == "  2 words, cell 2: Two words."
+    assert lines[-1] == "  5 words, cell 2: an item and one more."  # by the strict rule
 
 
 def test_a_file_that_is_not_a_notebook_is_one_line_and_exit_1(tmp_path, capsys):
