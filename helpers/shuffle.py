@@ -219,24 +219,24 @@ def _epoch_reader(
 
     def one_epoch(epoch: tf.Tensor) -> tf.data.Dataset:
         start = tf.where(epoch == first.epoch, tf.constant(position, tf.int64), 0)
-        bounds = _slice_bounds(start, len(first), read_batch, batch_size or 1)
-        slices = tf.data.Dataset.from_tensor_slices((bounds[:-1], bounds[1:]))
+        slices = _slices(start, len(first), read_batch, batch_size or 1)
         reads = slices.map(lambda start, stop: read_op(epoch, start, stop), parallel, deterministic)
         return reads.unbatch()  # a call's batches one by one (records, unbatched)
 
     return one_epoch
 
 
-def _slice_bounds(start: tf.Tensor, share: int, read_batch: int, batch_size: int) -> tf.Tensor:
-    """Where each read starts, and the end: every ``read_batch`` positions from ``start``, and
-    where the last whole batch ends if a shorter one follows it (int64)."""
+def _slices(start: tf.Tensor, share: int, read_batch: int, batch_size: int) -> tf.data.Dataset:
+    """``(start, stop)`` of each read: ``read_batch`` positions at a time from ``start`` to where
+    the whole batches end, then the shorter batch after them, if any (int64)."""
     import tensorflow as tf
 
     share = tf.constant(share, tf.int64)
     whole = start + (share - start) // batch_size * batch_size  # where the whole batches end
-    starts = tf.range(start, whole, read_batch, tf.int64)
-    ends = tf.cond(whole < share, lambda: tf.stack([whole, share]), lambda: tf.stack([whole]))
-    return tf.concat([starts, ends], 0)
+    starts = tf.data.Dataset.range(start, whole, read_batch)
+    reads = starts.map(lambda at: (at, tf.minimum(at + read_batch, whole)))
+    rest = tf.data.Dataset.from_tensors((whole, share)).filter(lambda at, stop: at < stop)
+    return reads.concatenate(rest)
 
 
 def global_shuffle_dataset(
