@@ -47,8 +47,10 @@ def make_split(folder: Path, num_ids: int) -> tuple[Path, str]:
         (folder / sub).mkdir(parents=True, exist_ok=True)
     for i, image_id in enumerate(ids):
         original = originals[i % len(originals)]
-        for source, target in ((voc.image_path(sample, original), voc.image_path(folder, image_id)),
-                               (voc.mask_path(sample, original), voc.mask_path(folder, image_id))):  # fmt: skip
+        for source, target in (
+            (voc.image_path(sample, original), voc.image_path(folder, image_id)),
+            (voc.mask_path(sample, original), voc.mask_path(folder, image_id)),
+        ):
             if not target.exists():
                 try:
                     os.link(source, target)
@@ -96,9 +98,11 @@ def main() -> None:
         ),
         "pool": lambda split: convert_with_pool(root, split, out["pool"]),
     }
-    print(f"{SMALL} and {LARGE} ids (copies of the 9 sample images), raw schema, {NUM_SHARDS} "
-          f"shards; Beam: FnApiRunner, {BEAM_OPTIONS[0]}; a spawned multiprocessing pool of "
-          f"{POOL_PROCESSES}; {REPEATS} alternating repeats")  # fmt: skip
+    print(
+        f"{SMALL} and {LARGE} ids (copies of the 9 sample images), raw schema, {NUM_SHARDS} "
+        f"shards; Beam: FnApiRunner, {BEAM_OPTIONS[0]}; a spawned multiprocessing pool of "
+        f"{POOL_PROCESSES}; {REPEATS} alternating repeats"
+    )
     engines["local"](splits[SMALL])  # warm-up (Beam starts afresh every time anyway)
     times = {name: {n: [] for n in splits} for name in engines}
     for _ in range(REPEATS):
@@ -116,8 +120,9 @@ def main() -> None:
             ("beam", "beam (2 workers)"),
             ("pool", f"pool ({POOL_PROCESSES} processes)"),
         ):
-            result = Comparison(f"convert {n} ids: {what} vs local", times["local"][n],
-                                times[name][n])  # fmt: skip
+            result = Comparison(
+                f"convert {n} ids: {what} vs local", times["local"][n], times[name][n]
+            )
             print(result.line(), flush=True)
             RESULTS.append(result)
     fits = {
@@ -125,28 +130,39 @@ def main() -> None:
         for name in engines
     }
     for name, pairs in fits.items():
-        print(f"{name:>5}: fixed {spread([f for f, _ in pairs], 1, 's ')}   per record "
-              f"{spread([p for _, p in pairs], 1e3, 'ms')}")  # fmt: skip
+        print(
+            f"{name:>5}: fixed {spread([f for f, _ in pairs], 1, 's ')}   per record "
+            f"{spread([p for _, p in pairs], 1e3, 'ms')}"
+        )
     per_record = Comparison(
         f"per-record cost (fit over {SMALL} and {LARGE} ids): beam (2 workers) vs local",
-        [p for _, p in fits["local"]], [p for _, p in fits["beam"]],
-    )  # fmt: skip
+        [p for _, p in fits["local"]],
+        [p for _, p in fits["beam"]],
+    )
     print(per_record.line(), flush=True)
     pool_per_record = Comparison(
         f"per-record cost (same fit): pool ({POOL_PROCESSES} processes) vs local",
-        [p for _, p in fits["local"]], [p for _, p in fits["pool"]],
-    )  # fmt: skip
+        [p for _, p in fits["local"]],
+        [p for _, p in fits["pool"]],
+    )
     beam_vs_pool = Comparison(
         "per-record cost (same fit): beam (2 workers) vs the pool",
-        [p for _, p in fits["pool"]], [p for _, p in fits["beam"]],
-    )  # fmt: skip
+        [p for _, p in fits["pool"]],
+        [p for _, p in fits["beam"]],
+    )
     for result in (pool_per_record, beam_vs_pool):
         print(result.line(), flush=True)
     # Saved, not printed as a ratio (the local engine's fixed cost is about zero).
-    fixed = Comparison("fixed start-up seconds (same fit): local = baseline, beam = candidate",
-                       [f for f, _ in fits["local"]], [f for f, _ in fits["beam"]])  # fmt: skip
-    pool_fixed = Comparison("fixed start-up seconds (same fit): local = baseline, pool = candidate",
-                            [f for f, _ in fits["local"]], [f for f, _ in fits["pool"]])  # fmt: skip
+    fixed = Comparison(
+        "fixed start-up seconds (same fit): local = baseline, beam = candidate",
+        [f for f, _ in fits["local"]],
+        [f for f, _ in fits["beam"]],
+    )
+    pool_fixed = Comparison(
+        "fixed start-up seconds (same fit): local = baseline, pool = candidate",
+        [f for f, _ in fits["local"]],
+        [f for f, _ in fits["pool"]],
+    )
     RESULTS.extend([per_record, pool_per_record, beam_vs_pool, fixed, pool_fixed])
 
 

@@ -177,8 +177,12 @@ def probe(folder: str, paths: list[str], size: int, records: int, threads: int) 
         for fd in fds:
             os.close(fd)
     assert got == len(sample) * frame_bytes, "a short read"
-    return {"threads": threads, "seconds": elapsed, "records_per_second": len(sample) / elapsed,
-            "page_cache": dropped}  # fmt: skip
+    return {
+        "threads": threads,
+        "seconds": elapsed,
+        "records_per_second": len(sample) / elapsed,
+        "page_cache": dropped,
+    }
 
 
 def probe_sample(records: int) -> np.ndarray:
@@ -234,8 +238,13 @@ def epoch(folder: str, paths: list[str], records: int, how: str) -> dict:
         for batch in dataset:
             count += int(batch.shape[0])
     elapsed = time.perf_counter() - start
-    return {"how": how, "records": count, "seconds": elapsed,
-            "records_per_second": count / elapsed, "page_cache": dropped}  # fmt: skip
+    return {
+        "how": how,
+        "records": count,
+        "seconds": elapsed,
+        "records_per_second": count / elapsed,
+        "page_cache": dropped,
+    }
 
 
 def open_first_batch(folder: str, paths: list[str], drop: bool) -> dict:
@@ -262,8 +271,12 @@ def worker_memory(pickled: bytes) -> dict:
     view = pickle.loads(pickled)
     view[EpochOrder(len(view), SEED)[:BATCH]]
     after = private_mib()
-    return {"records": len(view), "before_mib": before, "holding_mib": after,
-            "pickled_view_bytes": len(pickled)}  # fmt: skip
+    return {
+        "records": len(view),
+        "before_mib": before,
+        "holding_mib": after,
+        "pickled_view_bytes": len(pickled),
+    }
 
 
 def held_by_a_worker(paths: list[str]) -> dict:
@@ -300,8 +313,13 @@ def scale_set(size: int, records: int) -> dict:
     folder, paths, manifest = prepare(size, records)
     where = str(folder)
     print(f"-- {records:,} records of {size:,} bytes in {len(paths)} shards: {manifest}")
-    result: dict[str, object] = {"payload_bytes": size, "records": records,
-                                 "shards": len(paths), "batch": BATCH, **manifest}  # fmt: skip
+    result: dict[str, object] = {
+        "payload_bytes": size,
+        "records": records,
+        "shards": len(paths),
+        "batch": BATCH,
+        **manifest,
+    }
     probes = []
     for threads in THREADS:
         found = in_fresh_process(probe, where, paths, size, records, threads)

@@ -467,10 +467,12 @@ SHOOTOUT_RATIOS = [
     (VIEW, "best ArrayRecord", 5.0, None),
     (grain_name("RecordView", False), grain_name("a list", False), 0.8, None),
     (grain_name("RecordView", True), grain_name("a list", True), 0.8, None),
-    *((grain_name("RecordView", False), grain_name("ArrayRecord", False, n), 2.5, None)
-      for n in GRAIN_THREADS),
+    *(
+        (grain_name("RecordView", False), grain_name("ArrayRecord", False, n), 2.5, None)
+        for n in GRAIN_THREADS
+    ),
     (grain_name("RecordView", True), grain_name("ArrayRecord", True), None, None),
-]  # fmt: skip
+]
 
 
 def timed(epoch: Callable[[], int], count: int) -> float:

@@ -81,8 +81,10 @@ def main() -> None:
         print(f"run {number}: {seconds:6.1f} s (load average before it: {load:.2f})", flush=True)
     median = statistics.median(times)
     verdict = "met" if median <= GOAL_SECONDS else "NOT MET"
-    print(f"pytest phase of make test: median {median:.1f} s ({min(times):.1f} to "
-          f"{max(times):.1f}) over {rounds} runs; goal <= {GOAL_SECONDS} s: {verdict}")  # fmt: skip
+    print(
+        f"pytest phase of make test: median {median:.1f} s ({min(times):.1f} to "
+        f"{max(times):.1f}) over {rounds} runs; goal <= {GOAL_SECONDS} s: {verdict}"
+    )
 
     phases = durations(output)
     groups: dict[str, float] = defaultdict(float)

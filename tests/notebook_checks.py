@@ -374,8 +374,11 @@ def solved_run(notebook, folders: pytest.TempPathFactory) -> nbformat.NotebookNo
     """nbval's run of the notebook, or (if nbval did not run every cell) a run of our own."""
     path, runs = Path(notebook.path), _RUNS.setdefault(Path(notebook.path), {})
     if "solved" not in runs:
-        outputs = [i.test_outputs for i in notebook.session.items if i.parent is notebook
-                   and hasattr(i, "cell")]  # fmt: skip
+        outputs = [
+            i.test_outputs
+            for i in notebook.session.items
+            if i.parent is notebook and hasattr(i, "cell")
+        ]
         code_cells = sum(c.cell_type == "code" for c in notebook.nb.cells)
         if len(outputs) == code_cells and all(o is not None for o in outputs):
             runs["solved"] = with_outputs(path, outputs)

@@ -11,9 +11,28 @@ import pytest
 from helpers.arrays import pack, unpack
 
 DTYPES = [
-    "|u1", "|i1", "<u2", ">u2", "<i4", ">i4", "<i8", ">u8", "<f2", ">f4", "<f8", ">f8",
-    "<c8", ">c16", "|b1", "|S5", "<U3", ">U3", "<M8[s]", ">m8[ns]", "|V4",
-]  # fmt: skip
+    "|u1",
+    "|i1",
+    "<u2",
+    ">u2",
+    "<i4",
+    ">i4",
+    "<i8",
+    ">u8",
+    "<f2",
+    ">f4",
+    "<f8",
+    ">f8",
+    "<c8",
+    ">c16",
+    "|b1",
+    "|S5",
+    "<U3",
+    ">U3",
+    "<M8[s]",
+    ">m8[ns]",
+    "|V4",
+]
 
 
 def sample(dtype: str, shape=(3, 4, 5)) -> np.ndarray:
@@ -214,12 +233,15 @@ def test_a_header_claiming_a_huge_shape_is_refused_before_allocating():
         unpack(blob)
 
 
-@pytest.mark.parametrize("text, message", [
-    ("{'descr': 'zz?', 'fortran_order': False, 'shape': (1,), }", "descr"),
-    ("{'descr': '<i4', 'shape': (1,), }", "keys"),
-    ("not a dictionary", "unreadable"),
-    ("{'descr': '<i4', 'fortran_order': False, 'shape': (1,", "unreadable"),
-])  # fmt: skip
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("{'descr': 'zz?', 'fortran_order': False, 'shape': (1,), }", "descr"),
+        ("{'descr': '<i4', 'shape': (1,), }", "keys"),
+        ("not a dictionary", "unreadable"),
+        ("{'descr': '<i4', 'fortran_order': False, 'shape': (1,", "unreadable"),
+    ],
+)
 def test_bad_headers_are_unreadable(text, message):
     with pytest.raises(ValueError, match=message):
         unpack(npy_with_header(text, bytes(4)))

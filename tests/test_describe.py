@@ -112,14 +112,32 @@ def test_describe_sequence_example_file(sequence_file):
     frames = summary.feature_lists["frames"]
     speed = summary.feature_lists["speed"]
     assert (frames.type, frames.steps, frames.values, frames.value_bytes, frames.present) == (
-        "bytes", (3, 5), (1, 1), (64, 64), 2)  # fmt: skip
+        "bytes",
+        (3, 5),
+        (1, 1),
+        (64, 64),
+        2,
+    )
     assert (speed.type, speed.steps, speed.values, speed.value_bytes, speed.present) == (
-        "float", (3, 3), (2, 2), None, 1)  # fmt: skip
+        "float",
+        (3, 3),
+        (2, 2),
+        None,
+        1,
+    )
     rows = [line.split() for line in hi.format_summary(summary).splitlines()]
     assert ["context", "feature", "type", "values/record", "bytes/value", "present", "in"] in rows
     assert ["day", "bytes", "1", "6-7", "2", "of", "2"] in rows
-    assert ["feature", "list", "type", "steps/record", "values/step", "bytes/value", "present",
-            "in"] in rows  # fmt: skip
+    assert [
+        "feature",
+        "list",
+        "type",
+        "steps/record",
+        "values/step",
+        "bytes/value",
+        "present",
+        "in",
+    ] in rows
     assert ["frames", "bytes", "3-5", "1", "64", "2", "of", "2"] in rows
 
 
@@ -141,7 +159,8 @@ def test_disagreeing_types_and_empty_features_are_reported(tmp_path):
     assert summary.features["x"].type == "bytes|empty|int64"
     assert summary.features["x"].values == (0, 1)
     assert ["x", "bytes|empty|int64", "0-1", "3", "3", "of", "3"] in [
-        line.split() for line in hi.format_summary(summary).splitlines()]  # fmt: skip
+        line.split() for line in hi.format_summary(summary).splitlines()
+    ]
 
 
 def test_no_records_and_no_features(tmp_path):
@@ -279,7 +298,10 @@ def test_tensor_schema_matches_tensorflows_field_numbers_and_types():
             twin = their.fields_by_number[field.number]
             their_type = FieldDescriptor.TYPE_INT32 if twin.type == twin.TYPE_ENUM else twin.type
             assert (field.name, field.type, field.is_repeated) == (
-                twin.name, their_type, twin.is_repeated), f"{name}.{field.name}"  # fmt: skip
+                twin.name,
+                their_type,
+                twin.is_repeated,
+            ), f"{name}.{field.name}"
             if field.message_type:
                 assert field.message_type.full_name == twin.message_type.full_name
     ours = {f.name for f in pool.FindMessageTypeByName("tensorflow.TensorProto").fields}
@@ -295,8 +317,20 @@ def test_dtype_numbers_names_and_sizes_are_tensorflows():
             number
         )
         assert size == (0 if dtype == tf.string else dtype.size), name
-    common = {1: "float32", 2: "float64", 3: "int32", 4: "uint8", 5: "int16", 6: "int8",
-              7: "string", 9: "int64", 10: "bool", 19: "float16", 17: "uint16", 14: "bfloat16"}  # fmt: skip
+    common = {
+        1: "float32",
+        2: "float64",
+        3: "int32",
+        4: "uint8",
+        5: "int16",
+        6: "int8",
+        7: "string",
+        9: "int64",
+        10: "bool",
+        19: "float16",
+        17: "uint16",
+        14: "bfloat16",
+    }
     assert {n: TENSOR_DTYPES[n][0] for n in common} == common
 
 
@@ -311,8 +345,13 @@ def test_describe_a_file_of_serialized_3d_tensors(tmp_path):
         ["float32"],
     )
     t = summary.tensors["float32"]
-    assert (t.present, t.ranks, t.dims, t.values, t.shape) == (3, (3, 3), [(2, 5), (4, 4), (3, 3)],
-                                                              (24, 60), "[2-5, 4, 3]")  # fmt: skip
+    assert (t.present, t.ranks, t.dims, t.values, t.shape) == (
+        3,
+        (3, 3),
+        [(2, 5), (4, 4), (3, 3)],
+        (24, 60),
+        "[2-5, 4, 3]",
+    )
     assert summary.features == summary.feature_lists == {}
     assert hi.format_summary(summary).splitlines() == [
         f"{path}: 3 records of TensorProto (tf.io.serialize_tensor)",
@@ -323,13 +362,27 @@ def test_describe_a_file_of_serialized_3d_tensors(tmp_path):
 
 def test_scalars_strings_and_varying_ranks_are_reported_per_dtype(tmp_path):
     payloads = serialized_tensors(
-        tf.constant(1.5), tf.constant(2.5), tf.constant([b"a", b"bc"]), tf.constant(b"x"),
-        tf.zeros([0, 3], tf.int64), tf.zeros([2, 3], tf.int64), tf.zeros([4], tf.bfloat16),
-        tf.constant([True, False]), tf.zeros([2, 2], tf.uint8), tf.zeros([3], tf.float16),
-    )  # fmt: skip
+        tf.constant(1.5),
+        tf.constant(2.5),
+        tf.constant([b"a", b"bc"]),
+        tf.constant(b"x"),
+        tf.zeros([0, 3], tf.int64),
+        tf.zeros([2, 3], tf.int64),
+        tf.zeros([4], tf.bfloat16),
+        tf.constant([True, False]),
+        tf.zeros([2, 2], tf.uint8),
+        tf.zeros([3], tf.float16),
+    )
     summary = hi.describe_file(write(tmp_path / "mixed.tfrecord", payloads))
-    assert list(summary.tensors) == ["bfloat16", "bool", "float16", "float32", "int64", "string",
-                                     "uint8"]  # fmt: skip
+    assert list(summary.tensors) == [
+        "bfloat16",
+        "bool",
+        "float16",
+        "float32",
+        "int64",
+        "string",
+        "uint8",
+    ]
     scalars, strings, ints = (summary.tensors[k] for k in ("float32", "string", "int64"))
     assert (scalars.ranks, scalars.shape, scalars.values, scalars.present) == (
         (0, 0),
@@ -365,7 +418,11 @@ def test_examples_and_tensors_parse_as_each_other_in_protobuf_but_are_told_apart
     assert wrong.dtype == types_pb2.DT_INVALID and wrong.ByteSize() > 0  # unknown fields only
     # ... _parse does not fall for it: each payload has exactly one sensible reading.
     assert [parse(p)[0] for p in (plain, sequence, tensor, b"")] == [
-        "Example", "SequenceExample", "TensorProto", "Example"]  # fmt: skip
+        "Example",
+        "SequenceExample",
+        "TensorProto",
+        "Example",
+    ]
     assert parse(tensor)[1].SerializeToString() == tensor
 
 
@@ -430,8 +487,10 @@ def test_a_tensor_among_examples_is_an_error_naming_the_record(tmp_path):
     path = write(
         tmp_path / "mixed.tfrecord", [example({"a": [1]}), *serialized_tensors(tf.ones([2]))]
     )
-    with pytest.raises(RecordError, match="record 1 at byte .*: a TensorProto in a file whose "
-                       "records so far are Examples"):  # fmt: skip
+    with pytest.raises(
+        RecordError,
+        match="record 1 at byte .*: a TensorProto in a file whose records so far are Examples",
+    ):
         hi.describe_file(path)
     path = write(
         tmp_path / "other.tfrecord", [*serialized_tensors(tf.ones([2])), example({"a": [1]})]
@@ -465,8 +524,10 @@ def test_detection_records_show_how_many_values_each_list_holds(tmp_path):
     root = voc.sample_root()
     ids = ["espresso_cup", "cat_chelsea", "two_horses"]  # 0, 1 and 2 objects
     path = write(tmp_path / "d.tfrecord", [record_payload(root, i, "detection") for i in ids])
-    rows = {line.split()[0]: line.split()[1:] for line in
-            hi.format_summary(hi.describe_file(path)).splitlines()[2:]}  # fmt: skip
+    rows = {
+        line.split()[0]: line.split()[1:]
+        for line in hi.format_summary(hi.describe_file(path)).splitlines()[2:]
+    }
     for corner in ("xmin", "xmax", "ymin", "ymax"):
         assert rows[f"image/object/bbox/{corner}"] == ["float", "0-2", "-", "3", "of", "3"]
     assert rows["image/object/class/text"] == ["bytes", "0-2", "3-5", "3", "of", "3"]

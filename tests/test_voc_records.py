@@ -28,9 +28,15 @@ SIZES = {
 SPLITS = {"train": ["img_a", "img_b", "img_c"], "val": ["img_d", "img_e"]}
 RAW_KEYS = ["height", "width", "image_raw", "mask_raw", "filename"]
 ENCODED_KEYS = [
-    "image/encoded", "image/filename", "image/format", "image/height", "image/width",
-    "image/channels", "image/segmentation/class/encoded", "image/segmentation/class/format",
-]  # fmt: skip
+    "image/encoded",
+    "image/filename",
+    "image/format",
+    "image/height",
+    "image/width",
+    "image/channels",
+    "image/segmentation/class/encoded",
+    "image/segmentation/class/format",
+]
 
 
 def make_pair(height, width, seed):

@@ -77,8 +77,10 @@ def records(tmp_path_factory: pytest.TempPathFactory) -> dict[str, dict]:
     parsed = {}
     for serialized in tf.data.TFRecordDataset(paths):
         values = tf.io.parse_single_example(serialized, od_api_spec())
-        values = {k: tf.sparse.to_dense(v) if isinstance(v, tf.SparseTensor) else v
-                  for k, v in values.items()}  # fmt: skip
+        values = {
+            k: tf.sparse.to_dense(v) if isinstance(v, tf.SparseTensor) else v
+            for k, v in values.items()
+        }
         name = values["image/filename"].numpy().decode()
         parsed[name.removesuffix(".jpg")] = {k: v.numpy() for k, v in values.items()} | {
             "serialized": serialized.numpy()
@@ -115,8 +117,10 @@ def test_detection_example_itself_holds_what_the_xml_says():
     for image_id in IDS:
         serialized = detection_example(SAMPLE, image_id).SerializeToString()
         values = tf.io.parse_single_example(serialized, od_api_spec())
-        values = {k: tf.sparse.to_dense(v) if isinstance(v, tf.SparseTensor) else v
-                  for k, v in values.items()}  # fmt: skip
+        values = {
+            k: tf.sparse.to_dense(v) if isinstance(v, tf.SparseTensor) else v
+            for k, v in values.items()
+        }
         parsed[image_id] = {k: v.numpy() for k, v in values.items()}
         assert parsed[image_id]["image/format"] == b"jpeg"
     assert_boxes_are_what_the_xml_says(parsed)
