@@ -80,7 +80,8 @@ def _walk(chunk: bytes) -> tuple[np.ndarray, int]:
 
 def write_index(paths: PathLike | Sequence[PathLike], progress: bool = False) -> list[int]:
     """Write ``<shard>.index`` and ``<shard>.index.npy`` beside each plain shard, both at once,
-    from :func:`build_index` (``python -m helpers index``); return each one's record count. Raises
+    from :func:`build_index` (``python -m helpers index``; notebook 11, "Index the files that
+    already exist"); return each one's record count. Raises
     as it does, and PermissionError saying what to do for a folder one cannot write to."""
     from tqdm.auto import tqdm
 
@@ -100,8 +101,8 @@ def write_index(paths: PathLike | Sequence[PathLike], progress: bool = False) ->
 
 def check_index(paths: PathLike | Sequence[PathLike]) -> list[int]:
     """Check every header of each file against the index a :class:`RecordView` opens it with
-    (``python -m helpers index --check``), a mebibyte at a time; return each file's record
-    count. FileNotFoundError for a file without one, before any is read; else RecordError,
+    (``python -m helpers index --check``; notebook 11, "Index the files that already exist"), a
+    mebibyte at a time; return each file's record count. FileNotFoundError for a file without one, before any is read; else RecordError,
     ValueError for a GZIP or ZLIB file or a binary index made for another file, OSError."""
     counts = []
     for path in check_paths(paths):

@@ -23,7 +23,8 @@ if TYPE_CHECKING:  # TensorFlow is imported only when a dataset is made
 
 class EpochOrder(Sequence):
     """The record numbers (int64) shard ``shard_index`` of ``num_shards`` reads in ``epoch``, per
-    position (``order[i]``, ``order[a:b]``, ``order[array]``): a seeded bijection of ``[0, n)``
+    position (``order[i]``, ``order[a:b]``, ``order[array]``; notebook 11, "Compute the order one
+    position at a time" and "Share one epoch among workers"): a seeded bijection of ``[0, n)``
     like Grain's ``index_shuffle``, at every size. Feistel rounds (16 under 2**20 records, else
     8) on ``[0, a) x [0, b)``, ``a = ceil(sqrt(n))``, add SplitMix64 keyed by ``default_rng``
     ``([seed, epoch])`` modulo a or b; 0 and 1 swap half the time (odd permutations too); the few
@@ -257,7 +258,8 @@ def global_shuffle_dataset(
     """This shard's records as a ``tf.data.Dataset`` (``tf.string``; with ``batch_size``, vectors,
     an epoch's last maybe shorter), epochs ``epoch`` to ``epoch + epochs - 1`` (``None``: on, for
     Keras ``steps_per_epoch``) in :class:`EpochOrder`'s order, the first from ``position`` (of
-    the epoch, all shards together: resume at any number of shards with the same global batch);
+    the epoch, all shards together: resume at any number of shards with the same global batch;
+    notebook 11, "Resume after preemption");
     ``input_context`` (``tf.distribute``) gives the shards. ``parallel_reads`` calls (``None``:
     AUTOTUNE) read ``read_batch`` records, or whole batches to 1 MiB. Finite: cardinality known.
     A ``tf.train.Checkpoint`` of an iterator holds positions (< 4 KB), resumes exactly; with
