@@ -1,4 +1,4 @@
-"""Random access to plain TFRecord files (notebook 04, "Index the files: where every record
+"""Random access to plain TFRecord files (notebook 04b, "Index the files: where every record
 starts"): :func:`build_index` walks a file's headers, :func:`write_index` saves the walk beside it
 as its two index files (``helpers._index_files``), :class:`RecordView` reads any record by its
 number, every CRC checked."""
@@ -33,7 +33,7 @@ _LONGEST = framing.FRAME_SIZE + framing.MAX_RECORD_BYTES  # the longest span a r
 
 def build_index(path: PathLike) -> np.ndarray:
     """The ``n + 1`` record boundaries (int64) of a plain file (record ``i`` spans ``[b[i],
-    b[i + 1])``), every header checked (notebook 04, "Index the files: where every record
+    b[i + 1])``), every header checked (notebook 04b, "Index the files: where every record
     starts"). ValueError for a GZIP or ZLIB file, RecordError for a damaged or cut header or a
     record past the end or over 256 MiB, FileNotFoundError."""
     path = Path(path)
@@ -119,7 +119,7 @@ def check_index(paths: PathLike | Sequence[PathLike]) -> list[int]:
 
 class RecordView(contextlib.AbstractContextManager):
     """Any record of plain TFRecord files (numbered across ``paths``) by its number: ``view[i]``
-    a payload, ``view[[i, j]]`` a list (notebook 04, "Index the files: where every record
+    a payload, ``view[[i, j]]`` a list (notebook 04b, "Index the files: where every record
     starts"; notebook 10, "Write 70,000 label-sorted records with an index").
 
     Indexed from each file's ``.index.npy`` (mapped: processes share it), else ``.index`` or

@@ -126,7 +126,7 @@ def write_sharded(
     index: bool = False,
 ) -> list[Path]:
     """Write ``payloads`` into ``num_shards`` TFRecord files, record ``i`` in shard ``i %
-    num_shards``, and with ``index`` their index files (notebook 04, "Index the files"), all
+    num_shards``, and with ``index`` their index files (notebook 04b, "Index the files"), all
     committed together (notebook 02, "Make the writer sturdy"); return their paths. Raises as
     :func:`write_records` (FileExistsError before reading anything), or a bad ``num_shards``."""
     paths = shard_paths(prefix, num_shards, compression, index)

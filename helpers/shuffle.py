@@ -1,5 +1,5 @@
 """A uniform global shuffle of TFRecord files: shuffle record *numbers*, then read each record
-by random access (notebook 04 measures the bias of a small shuffle buffer and builds this fix)."""
+by random access (notebook 04b builds this fix for the bias of a small shuffle buffer)."""
 
 from __future__ import annotations
 
@@ -102,7 +102,7 @@ class EpochOrder(Sequence):
 
 
 def permutation(num_records: int, seed: int, epoch: int = 0) -> np.ndarray:
-    """``EpochOrder(num_records, seed, epoch)[:]``: every record number once (notebook 04), the
+    """``EpochOrder(num_records, seed, epoch)[:]``: every record number once (notebook 04b), the
     same for the same ``(seed, epoch)``, a new order for each ``epoch``."""
     return EpochOrder(num_records, seed, epoch)[:]
 

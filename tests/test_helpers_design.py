@@ -33,7 +33,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 HELPERS = ROOT / "helpers"
-NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("[0-9][0-9]*_*.ipynb"))
 
 
 def helper_files(folder: Path = HELPERS) -> list[Path]:
@@ -743,7 +743,9 @@ def test_the_crossing_check_sees_each_way_in():
 
 # --- Docstrings that stay true ----------------------------------------------------------------
 
-NOTEBOOK_MENTION = re.compile(r"\bnotebooks? (\d\d(?:(?:,? and |, )\d\d)*)", re.IGNORECASE)
+NOTEBOOK_MENTION = re.compile(
+    r"\bnotebooks? (\d\d[a-z]?(?:(?:,? and |, )\d\d[a-z]?)*)\b", re.IGNORECASE
+)
 
 
 def docstrings(path: Path) -> list[tuple[str, str, str]]:
@@ -802,7 +804,9 @@ def test_every_notebook_a_docstring_names_uses_that_helper():
     for path in HELPER_FILES:
         for kind, name, text in docstrings(path):
             numbers = {
-                n for found in NOTEBOOK_MENTION.findall(text) for n in re.findall(r"\d\d", found)
+                n
+                for found in NOTEBOOK_MENTION.findall(text)
+                for n in re.findall(r"\d\d[a-z]?", found)
             }
             for number in sorted(numbers):
                 if not any(
@@ -817,7 +821,7 @@ def test_every_notebook_a_docstring_names_uses_that_helper():
 # A cited section: notebook NN, then "Section" (after a comma, "'s" or "section"), quoted
 # "straight" or “curly”; the text may run over lines of a docstring.
 CITATION = re.compile(
-    r"\bnotebook (\d\d)(?:,|'s)?\s+(?:section\s+)?(?:\"([^\"]+)\"|“([^”]+)”)", re.IGNORECASE
+    r"\bnotebook (\d\d[a-z]?)(?:,|'s)?\s+(?:section\s+)?(?:\"([^\"]+)\"|“([^”]+)”)", re.IGNORECASE
 )
 
 
@@ -868,7 +872,7 @@ def unresolved_citations(source: str, notebooks: dict[str, dict]) -> list[str]:
 
 
 def test_every_cited_section_is_a_heading_of_its_notebook():
-    notebooks = {path.name[:2]: json.loads(path.read_text()) for path in NOTEBOOKS}
+    notebooks = {path.name.split("_")[0]: json.loads(path.read_text()) for path in NOTEBOOKS}
     wrong = [
         f"helpers/{path.relative_to(HELPERS)} {found}"
         for path in HELPER_FILES
@@ -883,16 +887,19 @@ def test_the_citation_check_reads_every_form_and_fails_on_a_wrong_one():
         '"""Write (notebook 02, "Make it\n    sturdy"), read (notebook 02, "Read it")."""\n'
         "def f():\n    '''See notebook 02's “Make it sturdy: shards”.'''\n"
         '# notebook 07, section "Make it sturdy"\n'
+        '# notebook 02b, "Make it sturdy"\n'
     )
     assert [c[1:] for c in citations(source)] == [
         ("02", "Make it sturdy"),
         ("02", "Read it"),
         ("02", "Make it sturdy: shards"),
         ("07", "Make it sturdy"),
+        ("02b", "Make it sturdy"),
     ]
     assert unresolved_citations(source, {"02": notebook}) == [
         'line 2: notebook 02, "Read it"',
         'line 5: notebook 07, "Make it sturdy" (there is no notebook 07)',
+        'line 6: notebook 02b, "Make it sturdy" (there is no notebook 02b)',
     ]
 
 
