@@ -198,7 +198,6 @@ def formatted_lines(path: Path) -> int:
 #: with its reason in one line. An entry that is used, or gone, fails: the list stays true.
 KEPT_UNUSED = {
     "index.RecordView(progress)": "opening unindexed shards walks them all: long work shows a bar",
-    "index.RecordView.close": "for callers that hold a view without `with` (Grain, PyTorch)",
     "cli.main(argv)": "the tests and an embedding program run the command line in-process",
     "beam.convert_with_beam(timeout)": "a stuck Beam runner must not hang its caller for ever",
     "notebook.work_dir(root)": "the tests make work folders under pytest's tmp_path",
