@@ -35,12 +35,12 @@ reading, and used to land in whichever run triggered it. The steps:
    the memory of the buffer changes by the ratio of a record's size to a
    cropped pair's: here a raw 375x500 record (0.75 MB) is larger than a
    384x384 pair (0.59 MB), so this buffer holds more, not less; JPEG records
-   (notebook 03 measures them) are ten times smaller than the pair.
+   (notebook 05 measures them) are ten times smaller than the pair.
 5. voc_batches: step 4 plus format detection and record checks (naming file
    and record), records read with ``buffer_size=0`` (straight into the
    record's memory: one copy fewer), tf.data's autotuning off, and no
    ``Dataset.random`` zipped to the records unless it augments: what
-   notebook 03 uses. A line below it says whether issue 14's goal is met:
+   notebook 05 uses. A line below it says whether issue 14's goal is met:
    median at least 0.6x, no run below 0.5x.
 6. voc_batches(augment=True): random crop windows and joint left-right flips
    (one ``tf.reverse`` per tensor inside a ``tf.cond``; a reversed slice

@@ -53,7 +53,7 @@ BATCH = 256  # the batched baselines' batch size
 
 
 def make_payloads(side: int, count: int, seed: int) -> list[bytes]:
-    """Raw-schema Examples (notebook 02) of random image/mask pairs."""
+    """Raw-schema Examples (notebook 03) of random image/mask pairs."""
     rng = np.random.default_rng(seed)
     payloads = []
     for _ in range(count):

@@ -1,5 +1,5 @@
 """Output files: their names, and a commit that puts them in place whole and all together
-(notebook 02, "Make the writer sturdy" shows what a writer without one leaves behind). Each file is
+(notebook 04, "Make the writer sturdy" shows what a writer without one leaves behind). Each file is
 synced under a hidden temporary name; :func:`commit` renames them under the folder's lock,
 after a journal of the renames that the next write into the folder redoes if a kill cut them
 short. Every writer goes through :func:`committing`.

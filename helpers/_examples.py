@@ -73,7 +73,7 @@ class Key(NamedTuple):
     default: bytes | int | float | None = None
 
 
-# The two schemas of a VOC segmentation pair (notebook 02): pixels, or DeepLab's
+# The two schemas of a VOC segmentation pair (notebook 03): pixels, or DeepLab's
 # build_voc2012_data.py keys (JPEG and PNG). The original guide has no filename: optional.
 RAW = {
     "height": Key("int64"),
@@ -92,7 +92,7 @@ ENCODED = {
     "image/segmentation/class/encoded": Key("bytes"),
     "image/segmentation/class/format": Key("bytes"),
 }
-# The keys of create_pascal_tf_record.py (notebook 09): one value per image, a list per object.
+# The keys of create_pascal_tf_record.py (notebook 14): one value per image, a list per object.
 DETECTION = {
     "image/height": Key("int64"),
     "image/width": Key("int64"),
@@ -108,7 +108,7 @@ DETECTION = {
     "image/object/truncated": Key("int64", many=True),
     "image/object/view": Key("bytes", many=True),
 }
-# One frame of a day (notebook 05): its JPEG, its time, and as many labels as the day's frames.
+# One frame of a day (notebook 08): its JPEG, its time, and as many labels as the day's frames.
 FRAME = {
     "frame/encoded": Key("bytes"),
     "frame/timestamp": Key("int64"),

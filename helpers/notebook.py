@@ -18,7 +18,7 @@ def prepare_tensorflow(seed: int = 0, deterministic_ops: bool = True) -> None:
     counts only then. TypeError or ValueError for a bad ``seed``; ImportError without TensorFlow."""
     seed = check_seed(seed)
     os.environ.update(QUIET_ENVIRONMENT)
-    # Pool freed buffers (unless set): faulting them in again was 1/4 of notebook 03's CPU time
+    # Pool freed buffers (unless set): faulting them in again was 1/4 of notebook 05's CPU time
     os.environ.setdefault("TF_CPU_ALLOCATOR_USE_BFC", "true")
 
     import absl.logging

@@ -1,4 +1,4 @@
-"""The input pipeline that notebook 03 builds, with format detection and named errors."""
+"""The input pipeline that notebook 05 builds, with format detection and named errors."""
 
 import glob
 import os
@@ -136,7 +136,7 @@ def crop_or_pad(
     image: "tf.Tensor", mask: "tf.Tensor", size: tuple[int, int], position: object = None
 ) -> tuple["tf.Tensor", "tf.Tensor"]:
     """Crop or pad both to ``size`` with one window (centred, or placed by two floats in [0, 1)),
-    the mask with void (notebook 03, "Crop or pad, and pad masks with void"). ValueError or
+    the mask with void (notebook 05, "Crop or pad, and pad masks with void"). ValueError or
     TypeError if ``size`` is not two ints > 0."""
     import tensorflow as tf
 
@@ -165,7 +165,7 @@ def flip_together(
     image: "tf.Tensor", mask: "tf.Tensor", coin: "tf.Tensor"
 ) -> tuple["tf.Tensor", "tf.Tensor"]:
     """Reverse image and mask left-right if ``coin`` < 0.5, else neither: one decision for both
-    (notebook 03, "Flip image and mask together")."""
+    (notebook 05, "Flip image and mask together")."""
     import tensorflow as tf
 
     return tf.cond(
@@ -185,7 +185,7 @@ def voc_batches(
     compression: str | None = "auto",
     drop_remainder: bool = False,
 ) -> "tf.data.Dataset":
-    """Batches of uint8 images [B, H, W, 3] and masks [B, H, W, 1] from VOC files (notebook 03,
+    """Batches of uint8 images [B, H, W, 3] and masks [B, H, W, 1] from VOC files (notebook 05,
     "Save the pipeline as voc_batches"). ``files``: a path, a sequence of paths, or a glob
     pattern (a path that names no file but holds ``*``, ``?`` or ``[``). TypeError,
     FileNotFoundError, ValueError (e.g. files that disagree) or RecordError; later,

@@ -1,4 +1,4 @@
-"""Figures of VOC images and masks in the VOC colours (void is cream): notebook 03."""
+"""Figures of VOC images and masks in the VOC colours (void is cream): notebook 05."""
 
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
@@ -66,7 +66,7 @@ def show_batch(
     titles: Sequence[str] | None = None,
     title: str = "",
 ) -> "Figure":
-    """A grid of overlays of a batch (notebook 03). ValueError if the numbers of images, masks and
+    """A grid of overlays of a batch (notebook 05). ValueError if the numbers of images, masks and
     titles (if any) differ or are 0, or for arrays of another dtype or shape."""
     images = np.asarray(images)
     masks = np.asarray(masks)
@@ -92,7 +92,7 @@ def show_pairs(
     masks: Sequence[ArrayLike],
     titles: Sequence[str] | None = None,
 ) -> "Figure":
-    """A figure of each image above its mask, one column per pair (notebook 03). ValueError
+    """A figure of each image above its mask, one column per pair (notebook 05). ValueError
     if the numbers of images, masks and titles (if any) differ or are 0, or a mask is bad."""
     titles = list(titles or [])
     masks = [_as_mask(mask) for mask in masks]

@@ -56,7 +56,7 @@ class _MissingFile(VOCError, FileNotFoundError):
 
 
 def colormap() -> np.ndarray:
-    """The VOC palette, uint8 (256, 3), index to RGB colour. Shown in notebook 01."""
+    """The VOC palette, uint8 (256, 3), index to RGB colour. Shown in notebook 02."""
     # Bit 3 * g + c of an index sets bit 7 - g of colour channel c (g = 0, 1, 2; c = R, G, B).
     bits = (np.arange(256)[:, None, None] >> (3 * np.arange(3)[:, None] + np.arange(3))) & 1
     return (bits << (7 - np.arange(3))[:, None]).sum(axis=1).astype(np.uint8)
@@ -71,7 +71,7 @@ def sample_root() -> Path:
 
 
 def voc_root() -> Path:
-    """``$VOC_ROOT`` if set, else :func:`sample_root` (notebook 01); VOCError if no VOC2012."""
+    """``$VOC_ROOT`` if set, else :func:`sample_root` (notebook 02); VOCError if no VOC2012."""
     value = os.environ.get("VOC_ROOT", "")
     if not value.strip():
         return sample_root()
@@ -104,7 +104,7 @@ def mask_path(root: PathLike, image_id: str) -> Path:
 
 
 def read_split(root: PathLike, split: str, folder: str = "Segmentation") -> list[str]:
-    """The ids in ``ImageSets/<folder>/<split>.txt`` (notebook 01). VOCError for an unknown split
+    """The ids in ``ImageSets/<folder>/<split>.txt`` (notebook 02). VOCError for an unknown split
     (a FileNotFoundError too), non-UTF-8 text or a bad id."""
     path = Path(root) / "ImageSets" / _plain(folder, "folder") / f"{_plain(split, 'split')}.txt"
     try:
@@ -145,7 +145,7 @@ def load_image(root: PathLike, image_id: str) -> np.ndarray:
 
 
 def load_mask(root: PathLike, image_id: str) -> np.ndarray:
-    """The mask of ``image_id`` as uint8 class ids (notebook 01). VOCError as ``_open``, or if it
+    """The mask of ``image_id`` as uint8 class ids (notebook 02). VOCError as ``_open``, or if it
     is not a palette PNG or holds values not 0-20, 255."""
     path = mask_path(root, image_id)
     with _open(path, "mask", image_id) as image:
@@ -161,7 +161,7 @@ def load_mask(root: PathLike, image_id: str) -> np.ndarray:
 
 
 def load_pair(root: PathLike, image_id: str) -> tuple[np.ndarray, np.ndarray]:
-    """``(image, mask)`` of ``image_id`` (notebook 02); VOCError as theirs, or if sizes differ."""
+    """``(image, mask)`` of ``image_id`` (notebook 03); VOCError as theirs, or if sizes differ."""
     image = load_image(root, image_id)
     mask = load_mask(root, image_id)
     if image.shape[:2] != mask.shape:
@@ -241,7 +241,7 @@ def _object(where: str, element: ET.Element, width: int, height: int) -> VOCObje
 
 
 def load_annotation(root: PathLike, image_id: str) -> Annotation:
-    """The boxes of ``image_id`` from ``root/Annotations/<id>.xml`` (notebook 09). VOCError naming
+    """The boxes of ``image_id`` from ``root/Annotations/<id>.xml`` (notebook 14). VOCError naming
     id and file: missing (a FileNotFoundError too), malformed XML, DOCTYPE, or a bad field."""
     path = Path(root) / "Annotations" / f"{_plain(image_id, 'image id')}.xml"
     where = f"annotation of image id {image_id!r} ({path})"

@@ -1,7 +1,7 @@
 """Measure the notebooks' prose for their writers: words, sentences and the long ones.
 
 Usage: python scripts/prose.py [NOTEBOOK ...]       (default: notebooks/[0-9][0-9]_*.ipynb)
-       python scripts/prose.py --long 5 notebooks/02_*.ipynb   (and its 5 longest sentences)
+       python scripts/prose.py --long 5 notebooks/03_*.ipynb   (and its 5 longest sentences)
 
 One row per notebook and a total row: cells, then the words and sentences of the markdown
 prose, mean words per sentence and the sentences over 35 words. Two more columns count them by

@@ -81,7 +81,7 @@ def test_every_documented_command_is_run_or_says_why_not():
         "python scripts/run_notebooks.py notebooks/NN_*.ipynb",
         "python scripts/run_notebooks.py --no-save notebooks/*.ipynb",  # on small notebooks
         "python -m helpers COMMAND --help",  # tests/test_cli.py: --help of every command
-        "python -m helpers index",  # notebook 10's row; index_recipe() runs it on shards
+        "python -m helpers index",  # notebook 16's row; index_recipe() runs it on shards
     }
     tested |= set(command_line_recipe()) | set(scale_and_boxes_recipe()) | set(index_recipe())
     tested |= set(prose_recipe())
@@ -188,7 +188,7 @@ def test_contributing_prose_recipe_prints_the_table_it_describes():
     done = run(longest, ROOT)
     assert done.returncode == 0 and done.stderr == "", done.stderr
     lines = done.stdout.splitlines()
-    name = next(n for n in notebooks if n.startswith("02_"))
+    name = next(n for n in notebooks if n.startswith("03_"))
     assert [line.split()[0] for line in lines[:3]] == ["notebook", name, "total"]
     assert lines[4] == f"{name}: the 5 longest sentences"
     counts = [int(line.split()[0]) for line in lines[5:]]

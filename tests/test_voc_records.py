@@ -73,7 +73,7 @@ def serialized(example):
 
 
 def read_pairs(paths, encoding="raw", compression=None):
-    """``(filename, image, mask)`` of every record, parsed as notebook 02 does (PIL decodes)."""
+    """``(filename, image, mask)`` of every record, parsed as notebook 03 does (PIL decodes)."""
     pairs = []
     spec = feature_spec(encoding)
     for record in tf.data.TFRecordDataset([str(p) for p in paths], compression or ""):
@@ -105,7 +105,7 @@ def test_importing_does_not_import_tensorflow():
 
 
 def test_each_listed_encoding_round_trips_and_the_refusal_names_exactly_those(voc_root, tmp_path):
-    """Notebook 02 loops over ENCODINGS: each must write a pair that reads back as it was."""
+    """Notebook 04 loops over ENCODINGS: each must write a pair that reads back as it was."""
     image, mask = voc.load_pair(voc_root, "img_e")
     for encoding in voc_records.ENCODINGS:
         record = serialized(voc_example(voc_root, "img_e", encoding))
