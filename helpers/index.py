@@ -102,8 +102,9 @@ def write_index(paths: PathLike | Sequence[PathLike], progress: bool = False) ->
 def check_index(paths: PathLike | Sequence[PathLike]) -> list[int]:
     """Check every header of each file against the index a :class:`RecordView` opens it with
     (``python -m helpers index --check``; notebook 17, "Index the files that already exist"), a
-    mebibyte at a time; return each file's record count. FileNotFoundError for a file without one, before any is read; else RecordError,
-    ValueError for a GZIP or ZLIB file or a binary index made for another file, OSError."""
+    mebibyte at a time; return each file's record count. FileNotFoundError for a file without
+    one, before any is read; else RecordError, ValueError for a GZIP or ZLIB file or a binary
+    index made for another file, OSError."""
     counts = []
     for path in check_paths(paths):
         with open(path, "rb", buffering=0) as file:

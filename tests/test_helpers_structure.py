@@ -61,18 +61,18 @@ def test_the_checks_see_files_in_sub_folders(tmp_path):
 #: ``(helper, notebook, function)``: the helper is the notebook's function, kept for reuse, as
 #: the notebook says ("`pipeline.crop_or_pad` is the function above", "is this function kept
 #: for reuse", "the same formula"). Not listed: where the notebook calls the helper a sturdier
-#: or faster version that differs by design (02's ``write_sharded``, "the sturdy version of
-#: that loop"; 03's ``voc_batches``, "``read_batches`` plus what a library needs"; 04's
+#: or faster version that differs by design (04's ``write_sharded``, "the sturdy version of
+#: that loop"; 05's ``voc_batches``, "``read_batches`` plus what a library needs"; 07's
 #: ``index.build_index``, "this walk made sturdy", a chunked walk with NumPy checked against
-#: ``record_starts``; 05's ``frame_windows``; 09's ``detection_example`` and
+#: ``record_starts``; 08's ``frame_windows``; 14's ``detection_example`` and
 #: ``parse_detection``, "the sturdy version of ``parse``"), or shows steps in no function
-#: (01's ``arrays.pack``; 04's ``shuffle.permutation``, used but not shown until the at-scale
-#: shuffle has a notebook of its own; 05's ``read_day_sequence``; 06's ``check_header`` and
-#: ``check_payload``).
+#: (01's ``arrays.pack``; 07's ``shuffle.permutation``, whose order notebook 17 builds as a
+#: Feistel network of its own rather than as this function; 08's ``read_day_sequence``; 10's
+#: ``check_header`` and ``check_payload``).
 SAVED_CODE = [
-    ("pipeline.crop_or_pad", "03", "crop_or_pad"),
-    ("pipeline.flip_together", "03", "flip_together"),
-    ("records.masked_crc32c", "06", "masked_crc"),
+    ("pipeline.crop_or_pad", "05", "crop_or_pad"),
+    ("pipeline.flip_together", "05", "flip_together"),
+    ("records.masked_crc32c", "10", "masked_crc"),
 ]
 
 
