@@ -27,7 +27,7 @@ from helpers._index_files import (
 )
 from helpers._spans import all_cached, map_file, read_each, unframe_mapped, unframe_read
 
-_SAMPLE = 1024  # headers an opening view checks in each file, spread from the first to the last
+_SAMPLE = 4096  # headers an opening view checks, shared by its files (each file's first and last)
 _LONGEST = framing.FRAME_SIZE + framing.MAX_RECORD_BYTES  # the longest span a read takes
 
 
@@ -124,7 +124,8 @@ class RecordView(contextlib.AbstractContextManager):
     starts"; notebook 16, "Write 70,000 label-sorted records with an index").
 
     Indexed from each file's ``.index.npy`` (mapped: processes share it), else ``.index`` or
-    :func:`build_index`. Opening checks 1,024 headers spread over each file; reads check the
+    :func:`build_index`. Opening checks 4,096 headers spread over the files, at least each
+    file's first and last (a cold open of 100 shards reads 4,100, not 102,400); reads check the
     rest, both CRCs, and that no file was replaced or written to (every batch, a file's 1st and
     every 256th single read): RecordError. ValueError for a GZIP or ZLIB file. Pickles as paths.
     A batch from the page cache is sliced from memory maps, else read by threads; a file cut
@@ -162,7 +163,7 @@ class RecordView(contextlib.AbstractContextManager):
         for file, path in enumerate(tqdm(self.paths, "indexing", disable=not progress)):
             if not seen:
                 _check_plain(path)
-            saved = saved_index(path, self._stats[file], stacklevel=4)
+            saved = saved_index(path, self._stats[file], stacklevel=5)
             bounds = build_index(path) if saved is None else saved.view(np.ndarray)
             self._bounds.append(bounds)
             self._private += 0 if isinstance(saved, np.memmap) else bounds.nbytes
@@ -171,11 +172,12 @@ class RecordView(contextlib.AbstractContextManager):
         self._firsts = np.cumsum([0] + [len(b) - 1 for b in self._bounds]).tolist()  # per file
 
     def _sample(self, file: int) -> None:
-        """:func:`check_records` at _SAMPLE records spread over the file (all if fewer), first and
-        last included."""
+        """:func:`check_records` at the file's part of _SAMPLE records, spread over it (all if
+        fewer), first and last included."""
         bounds = self._bounds[file]
         n = len(bounds) - 1
-        picks = np.unique(np.linspace(0, n - 1, min(n, _SAMPLE)).round().astype(int))
+        share = max(2, _SAMPLE // len(self.paths))
+        picks = np.unique(np.linspace(0, n - 1, min(n, share)).round().astype(int))
         offsets = np.maximum(bounds[picks], 0)  # a wrong one is named, not read
         twelve = np.full(len(picks), framing.HEADER_SIZE)
         headers = read_each(np.full(len(picks), self._fds[file]), offsets, twelve)

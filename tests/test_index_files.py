@@ -151,7 +151,7 @@ def test_the_cheap_check_cannot_see_a_wrong_boundary_between_samples_a_read_and_
     tmp_path,
 ):
     path = tmp_path / "many.tfrecord"
-    write_records(path, [bytes(i % 5) for i in range(3_000)])
+    write_records(path, [bytes(i % 5) for i in range(10_000)])  # more than the 4,096 sampled
     for k in range(1_500, 1_600, 5):  # records k (no payload) and k + 1 (one byte) swapped
         swapped_lengths_index(path, k)
         with contextlib.suppress(RecordError):  # k or k + 1 sampled: seen at opening
@@ -168,7 +168,7 @@ def test_the_cheap_check_cannot_see_a_wrong_boundary_between_samples_a_read_and_
     assert (caught.value.path, caught.value.index) == (str(path), k)
     assert caught.value.reason.startswith("no header of 1 payload bytes where the index puts one")
     write_index(path)  # rebuilt: every header agrees
-    assert check_index(path) == [3_000]
+    assert check_index(path) == [10_000]
 
 
 @pytest.mark.parametrize("compression", ["GZIP", "ZLIB"])
@@ -484,3 +484,22 @@ def test_a_view_that_cannot_open_closes_the_files_it_had_opened(tmp_path):
             RecordView([plain, packed])
         gc.collect()
     assert not [w for w in caught if issubclass(w.category, ResourceWarning)], caught
+
+
+def test_an_opening_view_shares_its_header_checks_among_its_files(tmp_path, monkeypatch):
+    """4,096 headers in all: 100 shards of 1,000 records get 40 each, first and last among them,
+    so a cold open reads about 4,000 headers instead of 100,000."""
+    paths = write_sharded(tmp_path / "x", [b"r"] * 100_000, 100, index=True)
+    checked = []
+    real_check = index.check_records
+    monkeypatch.setattr(
+        index,
+        "check_records",
+        lambda path, b, s, picks, *rest: (
+            checked.append(picks.tolist()) or real_check(path, b, s, picks, *rest)
+        ),
+    )
+    with RecordView(paths):
+        pass
+    assert len(checked) == 100 and {len(picks) for picks in checked} == {40}
+    assert all(picks[0] == 0 and picks[-1] == 999 for picks in checked)
