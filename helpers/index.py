@@ -160,6 +160,7 @@ class RecordView(contextlib.AbstractContextManager):
         self._sizes = [stat.st_size for stat in self._stats]
         self._bounds = []
         self._private = 0  # bytes of index not mapped
+        trusted = []  # files opened from their index files: sampled below
         for file, path in enumerate(tqdm(self.paths, "indexing", disable=not progress)):
             if not seen:
                 _check_plain(path)
@@ -168,22 +169,35 @@ class RecordView(contextlib.AbstractContextManager):
             self._bounds.append(bounds)
             self._private += 0 if isinstance(saved, np.memmap) else bounds.nbytes
             if saved is not None and not seen:  # a walk checked every header
-                self._sample(file)
+                trusted.append(file)
+        self._sample(trusted)
         self._firsts = np.cumsum([0] + [len(b) - 1 for b in self._bounds]).tolist()  # per file
 
-    def _sample(self, file: int) -> None:
-        """:func:`check_records` at the file's part of _SAMPLE records, spread over it (all if
-        fewer), first and last included."""
-        bounds = self._bounds[file]
-        n = len(bounds) - 1
-        share = max(2, _SAMPLE // len(self.paths))
-        picks = np.unique(np.linspace(0, n - 1, min(n, share)).round().astype(int))
-        offsets = np.maximum(bounds[picks], 0)  # a wrong one is named, not read
-        twelve = np.full(len(picks), framing.HEADER_SIZE)
-        headers = read_each(np.full(len(picks), self._fds[file]), offsets, twelve)
-        at = np.cumsum([0, *map(len, headers)])[:-1]  # a header cut short is named as such
-        data = b"".join(headers)
-        check_records(self.paths[file], bounds, self._sizes[file], picks, data, at)
+    def _sample(self, files: list[int]) -> None:
+        """:func:`check_records` at each file's part of _SAMPLE records, spread over it (all if
+        fewer), first and last included: the headers of all files read at once."""
+        share = max(2, _SAMPLE // max(len(self.paths), 1))
+        picks = []
+        fds = []
+        offsets = []
+        for file in files:
+            n = len(self._bounds[file]) - 1
+            mine = np.unique(np.linspace(0, n - 1, min(n, share)).round().astype(int))
+            picks.append(mine)
+            fds.append(np.full(len(mine), self._fds[file]))
+            offsets.append(np.maximum(self._bounds[file][mine], 0))  # a wrong one is named
+        if not files:
+            return
+        offsets = np.concatenate(offsets)
+        twelve = np.full(len(offsets), framing.HEADER_SIZE)
+        headers = read_each(np.concatenate(fds), offsets, twelve)
+        first = 0
+        for file, mine in zip(files, picks, strict=True):
+            part = headers[first : first + len(mine)]
+            first += len(mine)
+            at = np.cumsum([0, *map(len, part)])[:-1]  # a header cut short is named as such
+            data = b"".join(part)
+            check_records(self.paths[file], self._bounds[file], self._sizes[file], mine, data, at)
 
     def _check_files(self, files: Sequence[int]) -> None:  # replaced or written to: RecordError
         for file in files:
