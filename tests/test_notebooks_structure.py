@@ -115,10 +115,11 @@ def test_one_setup_cell_prepares_tensorflow_before_importing_it(notebook):
         later = [c for c in code[1:] if "import tensorflow" in c.source and c not in scripts]
         assert not later, f"{path.name}: import TensorFlow in the setup cell only"
         for script in scripts:
-            if "import tensorflow" in script.source:
-                at = script.source.index
-                assert "prepare_tensorflow(" in script.source, f"{path.name}: {script.source[:40]}"
-                assert at("prepare_tensorflow(") < at("import tensorflow"), path.name
+            text = script.source
+            if "import tensorflow" in text:
+                assert "prepare_tensorflow(" in text, f"{path.name}: {text[:40]}"
+                first = text.index("prepare_tensorflow(")
+                assert first < text.index("import tensorflow"), f"{path.name}: {text[:40]}"
 
 
 def test_ends_with_exercises_key_points_solutions_and_next_link(notebook):
