@@ -1,6 +1,7 @@
 """helpers.memory measures how far one block raises resident memory: the block's own rise, and
 also memory that the block allocates and frees again before it ends."""
 
+import gc
 import subprocess
 import sys
 import time
@@ -10,6 +11,17 @@ import numpy as np
 import pytest
 
 from helpers.memory import track_peak_memory
+
+
+@pytest.fixture(autouse=True)
+def nothing_else_frees_memory():
+    """The tests measure the process's resident memory: garbage left by earlier tests in this
+    worker (a RecordView's memory maps hold tens of MiB of file pages) must not be collected
+    while a block runs, or its release hides the block's rise."""
+    gc.collect()
+    gc.disable()
+    yield
+    gc.enable()
 
 
 def resident(mib: int) -> np.ndarray:
