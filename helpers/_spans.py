@@ -56,22 +56,29 @@ def all_cached(fds: np.ndarray, starts: np.ndarray, sizes: np.ndarray) -> bool:
     return all(map(_cached, *columns))
 
 
-def read_each(fds: np.ndarray, starts: np.ndarray, sizes: np.ndarray) -> list[bytes]:
+def read_each(
+    fds: np.ndarray, starts: np.ndarray, sizes: np.ndarray, cached: bool | None = None
+) -> list[bytes]:
     """Each file's bytes ``[start, start + size)`` by ``os.pread``: from up to 8 threads at once
-    (it releases Python's lock) if the page cache lacks some of the first _PROBE of 32 or more."""
+    (it releases Python's lock) if the page cache lacks some of the first _PROBE of 32 or more
+    (``cached``: what the caller's own :func:`all_cached` found, else asked here)."""
 
     def read(part: tuple[list[int], list[int], list[int]]) -> list[bytes]:
         return list(map(os.pread, *part))  # file descriptors, sizes, offsets
 
     work = (fds.tolist(), sizes.tolist(), starts.tolist())
-    if len(work[0]) < 2 * _SLICE or all_cached(fds, starts, sizes):
+    if cached is None and len(work[0]) >= 2 * _SLICE:
+        cached = all_cached(fds, starts, sizes)
+    if len(work[0]) < 2 * _SLICE or cached:
         return read(work)
     cuts = np.linspace(0, len(work[0]), min(_THREADS, len(work[0]) // _SLICE) + 1).astype(int)
     parts = [[column[a:b] for column in work] for a, b in itertools.pairwise(cuts.tolist())]
     return [data for part in _pool(os.getpid()).map(read, parts) for data in part]
 
 
-def read_spans(fds: np.ndarray, starts: np.ndarray, sizes: np.ndarray) -> bytes:
+def read_spans(
+    fds: np.ndarray, starts: np.ndarray, sizes: np.ndarray, cached: bool | None = None
+) -> bytes:
     """The bytes of each span, one after the other: one read for each run of spans that follow
     each other in a file (records read in order), :func:`read_each` for the runs."""
     ends = starts + sizes
@@ -82,7 +89,8 @@ def read_spans(fds: np.ndarray, starts: np.ndarray, sizes: np.ndarray) -> bytes:
     )
     firsts = np.flatnonzero(np.concatenate([[True], breaks]))
     lasts = np.append(firsts[1:], len(starts)) - 1
-    return b"".join(read_each(fds[firsts], starts[firsts], ends[lasts] - starts[firsts]))
+    sizes = ends[lasts] - starts[firsts]
+    return b"".join(read_each(fds[firsts], starts[firsts], sizes, cached))
 
 
 def unframe_mapped(
@@ -104,7 +112,7 @@ def unframe_mapped(
 def unframe_read(fds: np.ndarray, starts: np.ndarray, sizes: np.ndarray) -> tuple[list, np.ndarray]:
     """``framing.unframe_many`` of the spans, read by :func:`read_spans` (threads on a cold
     cache); all marked bad if a file was cut short (each record's check then says where)."""
-    data = read_spans(fds, starts, sizes)
+    data = read_spans(fds, starts, sizes, cached=False)  # the view's probe found it lacking
     if len(data) != sizes.sum():
         return [None] * len(fds), np.ones(len(fds), bool)
     at = np.cumsum(sizes) - sizes
