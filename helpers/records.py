@@ -20,7 +20,7 @@ from helpers._framing import (
     RecordError,
     check_header,
     check_payload,  # noqa: F401 (notebook 10 calls it from here)
-    detect_compression,  # noqa: F401 (notebooks 05 and 10 call it from here)
+    detect_compression,  # noqa: F401 (notebooks 05b and 10 call it from here)
     masked_crc32c,
 )
 from helpers._index_files import staged_index
