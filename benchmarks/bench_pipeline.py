@@ -35,7 +35,7 @@ reading, and used to land in whichever run triggered it. The steps:
    the memory of the buffer changes by the ratio of a record's size to a
    cropped pair's: here a raw 375x500 record (0.75 MB) is larger than a
    384x384 pair (0.59 MB), so this buffer holds more, not less; JPEG records
-   (notebook 05 measures them) are ten times smaller than the pair.
+   (notebook 06 measures them) are ten times smaller than the pair.
 5. voc_batches: step 4 plus format detection and record checks (naming file
    and record), records read with ``buffer_size=0`` (straight into the
    record's memory: one copy fewer), tf.data's autotuning off, and no

@@ -1,7 +1,7 @@
 """Windows of consecutive frames: what decoding after shuffling, and random access, cost.
 
 Run: `python -m benchmarks sequences` (or `make bench`). The files are the
-setting of notebook 08 at a larger scale: 4 synthetic days of 200 frames of
+setting of notebook 09 at a larger scale: 4 synthetic days of 200 frames of
 240x320 JPEG (quality 90) in one TFRecord file per day
 (`helpers.sequences.write_day`), read as windows of 3 consecutive frames
 (stride 1, shift 1), shuffled with a buffer of 256 windows, batched by 32.
@@ -16,7 +16,7 @@ alternately against its baseline in this process:
   decoded windows). With overlapping windows the candidate decodes every frame
   once per window that holds it (3 times here): this is the CPU price of the
   memory it saves;
-* the uniform reader of notebook 09 (section "Shuffle across and within days":
+* the uniform reader of notebook 10 (section "Shuffle across and within days":
   a permutation of all windows, each window's frames read with
   `helpers.index.RecordView`) against `frame_windows`;
 
@@ -100,7 +100,7 @@ def decode_then_shuffle(files: list[str]):
 
 
 def uniform_windows(files: list[str]):
-    """Notebook 09's uniform reader: a new permutation of all windows per pass, random access."""
+    """Notebook 10's uniform reader: a new permutation of all windows per pass, random access."""
     import tensorflow as tf
 
     spec = _spec()

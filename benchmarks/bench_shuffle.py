@@ -1,7 +1,7 @@
 """Global shuffle by random access vs sequential reading, on 70,000 label-sorted records.
 
 Run: `python -m benchmarks shuffle` (or `make bench`). The files are the setting of
-notebook 06: 70,000 small records sorted by label (10 x 7,000) in 70 files of
+notebook 07: 70,000 small records sorted by label (10 x 7,000) in 70 files of
 consecutive records. Everything is read once before timing, so the page cache is
 warm: the ratios compare the CPU cost of the read paths, not the disk (the cold cache is
 `benchmarks/bench_scale.py`'s, `make bench-scale`).
@@ -138,7 +138,7 @@ def order_of(dataset) -> tuple[np.ndarray, np.ndarray]:
 
 
 def shuffled_records(reader: RecordView, seed: int, read_batch: int = READ_BATCH):
-    """Notebook 06's generator: every record once, in the order of `permutation`."""
+    """Notebook 07's generator: every record once, in the order of `permutation`."""
     order = permutation(len(reader), seed)
     for start in range(0, len(order), read_batch):
         yield from reader[order[start : start + read_batch]]
@@ -185,7 +185,7 @@ def quality(
     The first `first` labels are drawn without replacement from all of them, so under a fair
     shuffle the chi-square statistic is smaller by the finite-population factor
     (N - n) / (N - 1); it is divided by that factor before the p-value is read off the
-    chi-square distribution (notebook 06, "Measure the bias with three numbers").
+    chi-square distribution (notebook 07, "Measure the bias with three numbers").
     """
     rho = float(stats.spearmanr(np.arange(len(indices)), indices).statistic)
     counts = np.bincount(labels[:first], minlength=NUM_CLASSES)

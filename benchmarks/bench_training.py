@@ -1,7 +1,7 @@
-"""Training fed by a tf.data pipeline vs by a foreground Python generator (notebook 12).
+"""Training fed by a tf.data pipeline vs by a foreground Python generator (notebook 13).
 
 Run: `python -m benchmarks training` (or `make bench`). The data is the setting of
-notebook 12: the 200 real 25x25 images of `skimage.data.lfw_subset()`, PNG-encoded
+notebook 13: the 200 real 25x25 images of `skimage.data.lfw_subset()`, PNG-encoded
 in tf.train.Example records, 160 of them in 4 training shards. The files are read
 once before timing, so the page cache is warm.
 
@@ -11,7 +11,7 @@ Prints ratios (>1 = the candidate is faster) of
 * training 10 epochs of a small CNN fed by each (the whole loop: waiting plus computing);
 and, for each feed, the share of training time spent waiting for data and how long a
 typical step waits compared with how long it computes (median over 5 runs, the first
-step of each run left out). The timing loop is notebook 12's, section "Time the two
+step of each run left out). The timing loop is notebook 13's, section "Time the two
 halves of a training step": the clock is read around `next(iterator)` and around the
 train step, whose loss is turned into a NumPy value before the clock stops.
 """

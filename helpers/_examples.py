@@ -92,7 +92,7 @@ ENCODED = {
     "image/segmentation/class/encoded": Key("bytes"),
     "image/segmentation/class/format": Key("bytes"),
 }
-# The keys of create_pascal_tf_record.py (notebook 14): one value per image, a list per object.
+# The keys of create_pascal_tf_record.py (notebook 15): one value per image, a list per object.
 DETECTION = {
     "image/height": Key("int64"),
     "image/width": Key("int64"),
@@ -108,7 +108,7 @@ DETECTION = {
     "image/object/truncated": Key("int64", many=True),
     "image/object/view": Key("bytes", many=True),
 }
-# One frame of a day (notebook 08): its JPEG, its time, and as many labels as the day's frames.
+# One frame of a day (notebook 09): its JPEG, its time, and as many labels as the day's frames.
 FRAME = {
     "frame/encoded": Key("bytes"),
     "frame/timestamp": Key("int64"),

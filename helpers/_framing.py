@@ -1,5 +1,5 @@
-"""How a TFRecord file frames each record (notebook 10, "Take one record apart"), and the one
-check of a record, with a reason for each kind of damage (notebook 10, "Check a record as every
+"""How a TFRecord file frames each record (notebook 11, "Take one record apart"), and the one
+check of a record, with a reason for each kind of damage (notebook 11, "Check a record as every
 reader does"). The ``unframe`` functions are its fast forms: they compare with the bytes
 :func:`frame` makes, and a record that fails goes to the check, which says why.
 """
@@ -28,7 +28,7 @@ CHUNK = 1 << 20  # the bytes a reader reads or inflates, or a writer gathers, at
 class RecordError(ValueError):
     """A damaged TFRecord file: ``path``, record ``index``, header ``offset`` (uncompressed
     stream), and the ``reason`` (notebook 04, "Read a parse error"; the four attributes:
-    notebook 11, "Damage a file on purpose")."""
+    notebook 12, "Damage a file on purpose")."""
 
     def __init__(self, path: PathLike, index: int, offset: int, reason: str) -> None:
         self.path = str(path)
@@ -49,7 +49,7 @@ def mask(crc: int | np.ndarray) -> int | np.ndarray:
 
 def masked_crc32c(data: bytes) -> int:
     """CRC32C of ``data`` (bytes; TypeError for another type), rotated and offset as TFRecord
-    stores it: notebook 10's ``masked_crc`` (notebook 10, "Take one record apart")."""
+    stores it: notebook 11's ``masked_crc`` (notebook 11, "Take one record apart")."""
     # CRC32C rotated right by 15 bits, plus 0xa282ead8, modulo 2**32
     crc = google_crc32c.value(data)
     return (((crc >> 15) | (crc << 17)) + 0xA282EAD8) % 2**32
@@ -64,14 +64,14 @@ def header_of(length: int) -> bytes:
 
 def frame(payload: bytes) -> tuple[bytes, bytes, bytes]:
     """The record that holds ``payload`` (bytes), in three parts: header, payload, footer (as
-    notebook 10, "Take one record apart" frames one by hand with ``struct``)."""
+    notebook 11, "Take one record apart" frames one by hand with ``struct``)."""
     return header_of(len(payload)), payload, CRC.pack(masked_crc32c(payload))
 
 
 def check_header(
     header: bytes, path: PathLike, index: int, offset: int, limit: int | None = None
 ) -> int:
-    """Check one 12-byte record header; return the payload length it announces (notebook 10,
+    """Check one 12-byte record header; return the payload length it announces (notebook 11,
     "Check a record as every reader does"). RecordError if the header is cut short, its length
     CRC does not match, or the length is over ``limit`` (``None``: no limit)."""
     if len(header) < HEADER_SIZE:
@@ -120,7 +120,7 @@ def check_crc(masked: int, footer: bytes, path: PathLike, index: int, offset: in
 
 
 def check_payload(body: bytes, length: int, path: PathLike, index: int, offset: int) -> bytes:
-    """Check a record's payload and its 4-byte CRC in ``body``; return the payload (notebook 10,
+    """Check a record's payload and its 4-byte CRC in ``body``; return the payload (notebook 11,
     "Check a record as every reader does"). RecordError if ``body`` is cut short or the payload
     CRC does not match."""
     payload = body[:length]  # sliced once: a slice of a large payload is a copy
@@ -179,7 +179,7 @@ def bad_headers(headers: np.ndarray) -> np.ndarray:
 
 
 def detect_compression(path: PathLike) -> str | None:
-    """How a record file is stored, told by its first bytes (notebook 10, "Recognise the three
+    """How a record file is stored, told by its first bytes (notebook 11, "Recognise the three
     kinds of file"): ``None`` (a valid first header, or empty), ``"GZIP"`` or ``"ZLIB"``. If none
     fits, :func:`check_header`'s RecordError; FileNotFoundError if there is no file."""
     with open(path, "rb") as stream:

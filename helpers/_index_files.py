@@ -1,5 +1,5 @@
 """The two index files beside a plain TFRecord shard, and the one check that an index describes
-its shard (notebook 07, "Index the files: where every record starts"; ``python -m helpers index``):
+its shard (notebook 08, "Index the files: where every record starts"; ``python -m helpers index``):
 ``<shard>.index``, a ``start length`` line per record (``tfrecord2idx``'s format), and
 ``<shard>.index.npy``, int64: the shard's :func:`identity` when indexed, then its boundaries.
 """

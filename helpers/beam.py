@@ -1,7 +1,7 @@
 """The Beam engine of ``convert-voc``: the local engine's shard files, written by Apache Beam.
 
-Notebook 13 shows them byte-identical to :func:`helpers.voc_records.convert_split`'s, and the
-pipeline run in a process of its own (notebook 13, "Keep the order: number, group, sort,
+Notebook 14 shows them byte-identical to :func:`helpers.voc_records.convert_split`'s, and the
+pipeline run in a process of its own (notebook 14, "Keep the order: number, group, sort,
 write")."""
 
 import builtins
@@ -82,7 +82,7 @@ def convert_with_beam(
     **options: object,
 ) -> list[Path]:
     """Write :func:`helpers.voc_records.convert_split`'s shards with the same ``options``, byte
-    for byte, by an Apache Beam pipeline in a process of its own (notebook 13, "Keep the order";
+    for byte, by an Apache Beam pipeline in a process of its own (notebook 14, "Keep the order";
     ``convert-voc --engine beam``); return their paths. FnApiRunner, a worker per core, unless
     ``beam_options`` say otherwise; every worker must see the folders. Raises as
     ``convert_split``, ValueError for a bad Beam option, RuntimeError if the pipeline fails

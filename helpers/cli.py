@@ -1,5 +1,5 @@
-"""``python -m helpers convert-voc | verify | inspect | index``: notebook 11 runs verify and
-inspect, notebook 13 convert-voc --engine beam, notebook 14 convert-voc --task detection."""
+"""``python -m helpers convert-voc | verify | inspect | index``: notebook 12 runs verify and
+inspect, notebook 14 convert-voc --engine beam, notebook 15 convert-voc --task detection."""
 
 import argparse
 import functools

@@ -1,4 +1,4 @@
-"""Describe the records of an unknown TFRecord file without TensorFlow (notebook 11)."""
+"""Describe the records of an unknown TFRecord file without TensorFlow (notebook 12)."""
 
 import math
 import os
@@ -74,7 +74,7 @@ class _Feature:
 
 @dataclass
 class FileSummary:
-    """What :func:`describe_file` found (``kind`` None: no records). Notebook 11."""
+    """What :func:`describe_file` found (``kind`` None: no records). Notebook 12."""
 
     source: str
     kind: str | None = None
@@ -85,7 +85,7 @@ class FileSummary:
 
 
 def describe_file(path: str | os.PathLike, compression: str | None = None) -> FileSummary:
-    """The features, or tensor dtypes and shapes, of every record (notebook 11). RecordError for
+    """The features, or tensor dtypes and shapes, of every record (notebook 12). RecordError for
     a damaged record, one of no known kind, or tensors mixed with Examples."""
     summary = FileSummary(str(path))
     for index, (offset, payload) in enumerate(iter_records(path, compression, offsets=True)):
@@ -125,7 +125,7 @@ def _table(rows: list[list[str]]) -> list[str]:
 
 
 def format_summary(summary: FileSummary) -> str:
-    """A :class:`FileSummary` as tables (notebook 11)."""
+    """A :class:`FileSummary` as tables (notebook 12)."""
     n = summary.num_records
     kind = summary.kind
     if kind is None:
@@ -168,7 +168,7 @@ def _values(feature) -> list[str]:
 
 
 def format_record(payload: bytes) -> str:
-    """A record as text, shortened (notebook 11); ValueError if it is of no known kind."""
+    """A record as text, shortened (notebook 12); ValueError if it is of no known kind."""
     kind, message = parse(payload)
     if kind == "TensorProto":
         shape = [dim.size for dim in message.tensor_shape.dim]

@@ -1,4 +1,4 @@
-"""Random access to plain TFRecord files (notebook 07, "Index the files: where every record
+"""Random access to plain TFRecord files (notebook 08, "Index the files: where every record
 starts"): :func:`build_index` walks a file's headers, :func:`write_index` saves the walk beside it
 as its two index files (``helpers._index_files``), :class:`RecordView` reads any record by its
 number, every CRC checked."""
@@ -33,7 +33,7 @@ _LONGEST = framing.FRAME_SIZE + framing.MAX_RECORD_BYTES  # the longest span a r
 
 def build_index(path: PathLike) -> np.ndarray:
     """The ``n + 1`` record boundaries (int64) of a plain file (record ``i`` spans ``[b[i],
-    b[i + 1])``), every header checked (notebook 07, "Index the files: where every record
+    b[i + 1])``), every header checked (notebook 08, "Index the files: where every record
     starts"). ValueError for a GZIP or ZLIB file, RecordError for a damaged or cut header or a
     record past the end or over 256 MiB, FileNotFoundError."""
     path = Path(path)
@@ -80,7 +80,7 @@ def _walk(chunk: bytes) -> tuple[np.ndarray, int]:
 
 def write_index(paths: PathLike | Sequence[PathLike], progress: bool = False) -> list[int]:
     """Write ``<shard>.index`` and ``<shard>.index.npy`` beside each plain shard, both at once,
-    from :func:`build_index` (``python -m helpers index``; notebook 17, "Index the files that
+    from :func:`build_index` (``python -m helpers index``; notebook 18, "Index the files that
     already exist"); return each one's record count. Raises
     as it does, and PermissionError saying what to do for a folder one cannot write to."""
     from tqdm.auto import tqdm
@@ -101,7 +101,7 @@ def write_index(paths: PathLike | Sequence[PathLike], progress: bool = False) ->
 
 def check_index(paths: PathLike | Sequence[PathLike]) -> list[int]:
     """Check every header of each file against the index a :class:`RecordView` opens it with
-    (``python -m helpers index --check``; notebook 17, "Index the files that already exist"), a
+    (``python -m helpers index --check``; notebook 18, "Index the files that already exist"), a
     mebibyte at a time; return each file's record count. FileNotFoundError for a file without
     one, before any is read; else RecordError, ValueError for a GZIP or ZLIB file or a binary
     index made for another file, OSError."""
@@ -120,8 +120,8 @@ def check_index(paths: PathLike | Sequence[PathLike]) -> list[int]:
 
 class RecordView(contextlib.AbstractContextManager):
     """Any record of plain TFRecord files (numbered across ``paths``) by its number: ``view[i]``
-    a payload, ``view[[i, j]]`` a list (notebook 07, "Index the files: where every record
-    starts"; notebook 16, "Write 70,000 label-sorted records with an index").
+    a payload, ``view[[i, j]]`` a list (notebook 08, "Index the files: where every record
+    starts"; notebook 17, "Write 70,000 label-sorted records with an index").
 
     Indexed from each file's ``.index.npy`` (mapped: processes share it), else ``.index`` or
     :func:`build_index`. Opening checks 4,096 headers spread over the files, at least each

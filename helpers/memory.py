@@ -1,4 +1,4 @@
-"""Peak memory of one block of code, not of the whole process (notebooks 05 and 09)."""
+"""Peak memory of one block of code, not of the whole process (notebooks 06 and 10)."""
 
 import os
 import threading

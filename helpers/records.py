@@ -1,5 +1,5 @@
 """TFRecord files in pure Python: write, read and verify them, plain, ``"GZIP"`` or ``"ZLIB"``
-as TensorFlow writes them (notebook 04, "Compress the files: GZIP and ZLIB"; notebook 10, "Check
+as TensorFlow writes them (notebook 04, "Compress the files: GZIP and ZLIB"; notebook 11, "Check
 a record as every reader does"), with the record check of ``helpers._framing``.
 """
 
@@ -19,8 +19,8 @@ from helpers._commit import committing, shard_paths, temp_path
 from helpers._framing import (
     RecordError,
     check_header,
-    check_payload,  # noqa: F401 (notebook 10 calls it from here)
-    detect_compression,  # noqa: F401 (notebooks 05 and 10 call it from here)
+    check_payload,  # noqa: F401 (notebook 11 calls it from here)
+    detect_compression,  # noqa: F401 (notebooks 06 and 11 call it from here)
     masked_crc32c,
 )
 from helpers._index_files import staged_index
@@ -108,8 +108,8 @@ def write_records(
 ) -> int:
     """Write ``payloads`` as TFRecord records to ``path``; return how many were written.
 
-    ``tf.io.TFRecordWriter``, made sturdy (notebook 06, "Write 70,000 records sorted by label";
-    notebook 10, "Check a record as every reader does" shows its bytes are TensorFlow's): the
+    ``tf.io.TFRecordWriter``, made sturdy (notebook 07, "Write 70,000 records sorted by label";
+    notebook 11, "Check a record as every reader does" shows its bytes are TensorFlow's): the
     file appears only when complete. Raises FileExistsError if ``path`` exists and not
     ``overwrite``, FileNotFoundError if its folder does not exist, ValueError for an unknown
     ``compression``, TypeError for a non-bytes payload.
@@ -126,7 +126,7 @@ def write_sharded(
     index: bool = False,
 ) -> list[Path]:
     """Write ``payloads`` into ``num_shards`` TFRecord files, record ``i`` in shard ``i %
-    num_shards``, and with ``index`` their index files (notebook 07, "Index the files"), all
+    num_shards``, and with ``index`` their index files (notebook 08, "Index the files"), all
     committed together (notebook 04, "Make the writer sturdy"); return their paths. Raises as
     :func:`write_records` (FileExistsError before reading anything), or a bad ``num_shards``."""
     paths = shard_paths(prefix, num_shards, compression, index)
@@ -214,9 +214,9 @@ def iter_records(
     offsets: bool = False,
     max_record_bytes: int | None = None,
 ) -> Iterator[bytes] | Iterator[tuple[int, bytes]]:
-    """Yield the payload of every record, both CRCs checked (notebook 10, "Check a record as
+    """Yield the payload of every record, both CRCs checked (notebook 11, "Check a record as
     every reader does"); with ``offsets=True``, ``(offset in the uncompressed stream, payload)``
-    (notebook 11, "Damage a file on purpose"). Raises RecordError at the first damaged record
+    (notebook 12, "Damage a file on purpose"). Raises RecordError at the first damaged record
     or one over ``max_record_bytes`` (default 256 MiB; refused unread), ValueError for an
     unknown ``compression``, FileNotFoundError if there is no file."""
     limit = framing.MAX_RECORD_BYTES if max_record_bytes is None else max_record_bytes

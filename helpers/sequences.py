@@ -1,4 +1,4 @@
-"""Windows of frames from one TFRecord file per day, and a day's SequenceExample (notebook 08)."""
+"""Windows of frames from one TFRecord file per day, and a day's SequenceExample (notebook 09)."""
 
 import io
 import itertools
@@ -41,7 +41,7 @@ def write_day(
     timestamps: np.ndarray | Sequence[int],
     overwrite: bool = False,
 ) -> int:
-    """Write a day, an Example per frame; return the count (notebook 08). ValueError (file,
+    """Write a day, an Example per frame; return the count (notebook 09). ValueError (file,
     frame) for frames, labels or timestamps that do not fit; FileExistsError."""
     labels = np.asarray(labels)
     stamps = np.asarray(timestamps)
@@ -117,7 +117,7 @@ def frame_windows(
     cycle_length: int = 4,
     with_timestamps: bool = False,
 ) -> "tf.data.Dataset":
-    """``(frames, last labels[, timestamps])`` windows inside each day file (notebook 09).
+    """``(frames, last labels[, timestamps])`` windows inside each day file (notebook 10).
     ValueError for a bad argument, no frame, two frame shapes or a bad record 0; TypeError. A bad
     later record raises InvalidArgumentError naming "<file>: record <i>" (or UnicodeDecodeError)."""
     import tensorflow as tf
@@ -161,7 +161,7 @@ def frame_windows(
 
 
 def read_day_sequence(path: str | os.PathLike, num_labels: int) -> tuple[dict, dict]:
-    """``(context, lists)`` of a day's SequenceExample (notebook 08). ValueError naming file and
+    """``(context, lists)`` of a day's SequenceExample (notebook 09). ValueError naming file and
     record for not one record, a wrong feature or ``frame_count``; RecordError for damage."""
     import tensorflow as tf
 

@@ -1,5 +1,5 @@
 """A uniform global shuffle of TFRecord files: shuffle record *numbers*, then read each record
-by random access (notebook 07 builds this fix for the bias of a small shuffle buffer)."""
+by random access (notebook 08 builds this fix for the bias of a small shuffle buffer)."""
 
 from __future__ import annotations
 
@@ -23,7 +23,7 @@ if TYPE_CHECKING:  # TensorFlow is imported only when a dataset is made
 
 class EpochOrder(Sequence):
     """The record numbers (int64) shard ``shard_index`` of ``num_shards`` reads in ``epoch``, per
-    position (``order[i]``, ``order[a:b]``, ``order[array]``; notebook 17, "Compute the order one
+    position (``order[i]``, ``order[a:b]``, ``order[array]``; notebook 18, "Compute the order one
     position at a time" and "Share one epoch among workers"): a seeded bijection of ``[0, n)``
     like Grain's ``index_shuffle``, at every size. Feistel rounds (16 under 2**20 records, else
     8) on ``[0, a) x [0, b)``, ``a = ceil(sqrt(n))``, add SplitMix64 keyed by ``default_rng``
@@ -102,7 +102,7 @@ class EpochOrder(Sequence):
 
 
 def permutation(num_records: int, seed: int, epoch: int = 0) -> np.ndarray:
-    """``EpochOrder(num_records, seed, epoch)[:]``: every record number once (notebook 07), the
+    """``EpochOrder(num_records, seed, epoch)[:]``: every record number once (notebook 08), the
     same for the same ``(seed, epoch)``, a new order for each ``epoch``."""
     return EpochOrder(num_records, seed, epoch)[:]
 
@@ -259,7 +259,7 @@ def global_shuffle_dataset(
     an epoch's last maybe shorter), epochs ``epoch`` to ``epoch + epochs - 1`` (``None``: on, for
     Keras ``steps_per_epoch``) in :class:`EpochOrder`'s order, the first from ``position`` (of
     the epoch, all shards together: resume at any number of shards with the same global batch;
-    notebook 17, "Resume after preemption");
+    notebook 18, "Resume after preemption");
     ``input_context`` (``tf.distribute``) gives the shards. ``parallel_reads`` calls (``None``:
     AUTOTUNE) read ``read_batch`` records, or whole batches to 1 MiB. Finite: cardinality known.
     A ``tf.train.Checkpoint`` of an iterator holds positions (< 4 KB), resumes exactly; with

@@ -241,7 +241,7 @@ def _object(where: str, element: ET.Element, width: int, height: int) -> VOCObje
 
 
 def load_annotation(root: PathLike, image_id: str) -> Annotation:
-    """The boxes of ``image_id`` from ``root/Annotations/<id>.xml`` (notebook 14). VOCError naming
+    """The boxes of ``image_id`` from ``root/Annotations/<id>.xml`` (notebook 15). VOCError naming
     id and file: missing (a FileNotFoundError too), malformed XML, DOCTYPE, or a bad field."""
     path = Path(root) / "Annotations" / f"{_plain(image_id, 'image id')}.xml"
     where = f"annotation of image id {image_id!r} ({path})"

@@ -1,5 +1,5 @@
 """VOC image/mask pairs as ``tf.train.Example`` records, pixels or JPEG and PNG (notebook 03),
-and VOC boxes with the Object Detection API's keys (notebook 14)."""
+and VOC boxes with the Object Detection API's keys (notebook 15)."""
 
 import hashlib
 import io
@@ -53,7 +53,7 @@ def split_order(
     root: str | os.PathLike, split: str, task: str = "segmentation", shuffle_seed: int | None = None
 ) -> list[str]:
     """The ids of a split in the order both engines write them: the split file's, or with
-    ``shuffle_seed`` its ``helpers.shuffle.permutation`` (notebook 13). VOCError for a missing or
+    ``shuffle_seed`` its ``helpers.shuffle.permutation`` (notebook 14). VOCError for a missing or
     malformed split file; TypeError or ValueError for an unknown ``task`` or a bad seed."""
     check_task(task)
     ids = voc.read_split(root, split, "Main" if task == "detection" else "Segmentation")
@@ -66,7 +66,7 @@ def record_payload(
     root: str | os.PathLike, image_id: str, task: str = "segmentation", encoding: str = "raw"
 ) -> bytes:
     """One image's serialized record as both ``convert-voc`` engines write it, by protobuf alone
-    (notebook 13). VOCError naming id and file for bad input; ValueError: bad task or encoding."""
+    (notebook 14). VOCError naming id and file for bad input; ValueError: bad task or encoding."""
     keys = check_task(task, encoding)
     if task == "detection":
         return example_bytes(keys, _detection_values(root, image_id))
@@ -130,7 +130,7 @@ def _detection_values(root: str | os.PathLike, image_id: str) -> dict[str, objec
 
 def detection_example(root: str | os.PathLike, image_id: str) -> "tf.train.Example":
     """The Example of an image and its boxes, as ``create_pascal_tf_record.py`` writes it (notebook
-    14, "Build one Example with lists"). VOCError for a bad annotation or photo, a non-JPEG, or a
+    15, "Build one Example with lists"). VOCError for a bad annotation or photo, a non-JPEG, or a
     size unlike the XML's."""
     import tensorflow as tf
 
@@ -138,13 +138,13 @@ def detection_example(root: str | os.PathLike, image_id: str) -> "tf.train.Examp
 
 
 def detection_spec() -> dict:
-    """The parsing spec of :func:`detection_example`'s records (notebook 14, "Stack the corners
+    """The parsing spec of :func:`detection_example`'s records (notebook 15, "Stack the corners
     into boxes")."""
     return parsing_spec(DETECTION)
 
 
 def parse_detection(serialized: "tf.Tensor") -> dict:
-    """A :func:`detection_example` record as a detector's tensors (notebook 14, "Stack the corners
+    """A :func:`detection_example` record as a detector's tensors (notebook 15, "Stack the corners
     into boxes"). InvalidArgumentError if image keys miss or list lengths differ."""
     import tensorflow as tf
 

@@ -43,9 +43,9 @@ import classroom  # noqa: E402  (a script, not a package)
 # Root-mean-square difference of the 0-255 RGB values of a stored and a new figure.
 # TensorFlow's float kernels differ between CPUs (oneDNN and Eigen pick them by instruction
 # set), so a learning curve drawn on another CPU is moved by a fraction of a pixel. Measured
-# on notebook 12's learning curves: 0.11 between this machine's default kernels and
+# on notebook 13's learning curves: 0.11 between this machine's default kernels and
 # ONEDNN_MAX_CPU_ISA=SSE41 (2,506 values differ, by 6 at most). What a figure shows, changed,
-# is far above it: notebook 12's accuracy curves moved by 5% of their axis, or notebook 01's
+# is far above it: notebook 13's accuracy curves moved by 5% of their axis, or notebook 01's
 # first figure on a red background (the PROBES below; tests/test_notebook_checks.py).
 FIGURE_RMS_TOLERANCE = 1.0
 
@@ -129,7 +129,7 @@ PROBES = {
         change="plt.rcParams['axes.facecolor'] = plt.rcParams['figure.facecolor'] = 'red'",
         what="the first figure on a red background",
     ),
-    "12_train_from_tfrecords": Probe(
+    "13_train_from_tfrecords": Probe(
         marker='ax.plot(epochs, history[metric], "o-", label="training")',
         change=(
             "_low, _high = right.get_ylim()\n"

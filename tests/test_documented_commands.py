@@ -81,7 +81,7 @@ def test_every_documented_command_is_run_or_says_why_not():
         "python scripts/run_notebooks.py notebooks/NN_*.ipynb",
         "python scripts/run_notebooks.py --no-save notebooks/*.ipynb",  # on small notebooks
         "python -m helpers COMMAND --help",  # tests/test_cli.py: --help of every command
-        "python -m helpers index",  # notebook 16's row; index_recipe() runs it on shards
+        "python -m helpers index",  # notebook 17's row; index_recipe() runs it on shards
     }
     tested |= set(command_line_recipe()) | set(scale_and_boxes_recipe()) | set(index_recipe())
     tested |= set(prose_recipe())

@@ -88,7 +88,7 @@ def test_a_header_cut_short_or_over_the_limit_fails_the_fast_form_and_the_check_
 
 
 def test_masked_crc32c_takes_bytes_only_and_mask_agrees_with_it_on_ints_and_arrays():
-    """masked_crc32c is notebook 10's masked_crc; mask is its formula for CRCs computed apart."""
+    """masked_crc32c is notebook 11's masked_crc; mask is its formula for CRCs computed apart."""
     import google_crc32c
 
     with pytest.raises(TypeError):

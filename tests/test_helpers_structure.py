@@ -66,7 +66,7 @@ def test_the_checks_see_files_in_sub_folders(tmp_path):
 #: ``index.build_index``, "this walk made sturdy", a chunked walk with NumPy checked against
 #: ``record_starts``; 08's ``frame_windows``; 14's ``detection_example`` and
 #: ``parse_detection``, "the sturdy version of ``parse``"), or shows steps in no function
-#: (01's ``arrays.pack``; 07's ``shuffle.permutation``, whose order notebook 17 builds as a
+#: (01's ``arrays.pack``; 07's ``shuffle.permutation``, whose order notebook 18 builds as a
 #: Feistel network of its own rather than as this function; 08's ``read_day_sequence``; 10's
 #: ``check_header`` and ``check_payload``).
 SAVED_CODE = [

@@ -49,7 +49,7 @@ def days(tmp_path_factory):
 
 
 def window_count(frames, size, stride=1, shift=1):
-    """Notebook 08's formula."""
+    """Notebook 09's formula."""
     span = (size - 1) * stride + 1
     return 0 if frames < span else (frames - span) // shift + 1
 
@@ -408,7 +408,7 @@ def test_a_first_frame_that_is_not_a_jpeg_is_refused(tmp_path):
 
 
 def day_sequence(**replace):
-    """The SequenceExample of notebook 08 for `make_day(0, 5)`; `replace` swaps features:
+    """The SequenceExample of notebook 09 for `make_day(0, 5)`; `replace` swaps features:
     key "context/<name>" -> a Feature or None, "list/<name>" -> a list of Features or None."""
     jpegs, labels, stamps = make_day(0, 5)
     parts = {

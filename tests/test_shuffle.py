@@ -21,7 +21,7 @@ RECORD = struct.Struct("<qq")  # (input index, label): the smallest payload that
 
 
 def write_sorted(folder, num_records, num_classes=10, num_files=3):
-    """Label-sorted records in contiguous files, as in notebook 06."""
+    """Label-sorted records in contiguous files, as in notebook 07."""
     labels = np.repeat(np.arange(num_classes), num_records // num_classes)
     bounds = np.linspace(0, num_records, num_files + 1).astype(int)
     paths = []

@@ -1,5 +1,5 @@
 """helpers.shuffle.EpochOrder: a computed order that is a permutation, as uniform as an exact one
-by the measures of notebooks 06 and 16, read by position, split into equal shards."""
+by the measures of notebooks 07 and 17, read by position, split into equal shards."""
 
 import itertools
 import multiprocessing
@@ -262,7 +262,7 @@ def test_odd_and_even_permutations_are_equally_likely(n):
 
 
 def label_p(labels, classes, first):
-    """Notebook 06's finite-population chi-square p of the label counts among the first outputs."""
+    """Notebook 07's finite-population chi-square p of the label counts among the first outputs."""
     counts = np.bincount(labels[:first], minlength=classes)
     factor = (len(labels) - first) / (len(labels) - 1)  # drawn without replacement
     return stats.chi2.sf(stats.chisquare(counts).statistic / factor, df=classes - 1)
@@ -271,7 +271,7 @@ def label_p(labels, classes, first):
 @pytest.mark.parametrize(("n", "seeds"), [(1_000, 400), (70_000, 200)])
 def test_label_counts_of_sorted_records_pass_the_ks_check_over_seeds(n, seeds):
     """Records label-sorted into 10 classes: over seeds, the corrected chi-square p-values of the
-    first 5/7 are uniform for the computed order as for the exact one (notebook 06's check)."""
+    first 5/7 are uniform for the computed order as for the exact one (notebook 07's check)."""
     first, size = n * 5 // 7, n // 10
     for make in (computed, exact):
         p_values = [label_p(make(n, seed) // size, 10, first) for seed in range(seeds)]
@@ -286,7 +286,7 @@ def labels_per_batch(labels, batch=32):
 
 
 def test_no_order_left_and_every_batch_mixes_the_labels():
-    """Notebook 16's measures on 70,000 label-sorted records: rank correlation about 0, about
+    """Notebook 17's measures on 70,000 label-sorted records: rank correlation about 0, about
     9.66 of 10 labels in a batch of 32 (10 * (1 - 0.9 ** 32) drawing with replacement)."""
     n = 70_000
     for seed in range(3):
