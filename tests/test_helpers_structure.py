@@ -72,7 +72,7 @@ def test_the_checks_see_files_in_sub_folders(tmp_path):
 SAVED_CODE = [
     ("pipeline.crop_or_pad", "05", "crop_or_pad"),
     ("pipeline.flip_together", "05", "flip_together"),
-    ("records.masked_crc32c", "10", "masked_crc"),
+    ("records.masked_crc32c", "11", "masked_crc"),
 ]
 
 
