@@ -21,6 +21,11 @@ if TYPE_CHECKING:  # TensorFlow is imported only when a dataset is made
     import tensorflow as tf
 
 
+#: Orders of at most this many positions keep what they compute (8 bytes each), in blocks.
+_KEPT_ORDER = 2**20
+_KEPT_BLOCK = 2**14
+
+
 class EpochOrder(Sequence):
     """The record numbers (int64) shard ``shard_index`` of ``num_shards`` reads in ``epoch``, per
     position (``order[i]``, ``order[a:b]``, ``order[array]``; notebook 18, "Compute the order one
@@ -31,8 +36,10 @@ class EpochOrder(Sequence):
     past the end step on. Elastic shares: of each global batch of ``num_shards * batch_size``
     positions of the epoch, shard ``k`` reads the ``k``-th ``batch_size``, so global batch ``j``
     holds the same records whatever the number of shards; ``order.dropped`` (< one global batch,
-    new each epoch) go to none. Bad arguments: TypeError, ValueError; a position out of range:
-    IndexError."""
+    new each epoch) go to none. An order of at most 2**20 positions keeps what it has computed,
+    2**14 positions at a time (8 MiB at most), because 256 positions cost about as much to
+    compute as their records cost to read; a larger order keeps nothing. Bad
+    arguments: TypeError, ValueError; a position out of range: IndexError."""
 
     def __init__(
         self,
@@ -59,6 +66,21 @@ class EpochOrder(Sequence):
         self._keys = rng.integers(2**64, size=rounds + 1, dtype=np.uint64)  # and a parity bit
         a = max(2, math.isqrt(max(self.num_records - 1, 0)) + 1)  # a * b >= n, under a more
         self._sides = np.array([a, max(1, -(-self.num_records // a))] * (rounds // 2), np.uint64)
+        self._make_room()
+
+    def _make_room(self) -> None:
+        """Room for the positions a small order keeps (np.empty: pages are touched only when
+        written), made before any thread reads, and which blocks of it are computed."""
+        small = len(self) <= _KEPT_ORDER
+        self._kept = np.empty(len(self), np.int64) if small else None
+        self._blocks_kept = np.zeros(-(-len(self) // _KEPT_BLOCK), bool) if small else None
+
+    def __getstate__(self) -> dict:  # a pickled order stays small: what it keeps is computed again
+        return {**self.__dict__, "_kept": None, "_blocks_kept": None}
+
+    def __setstate__(self, state: dict) -> None:
+        self.__dict__.update(state)
+        self._make_room()
 
     def __len__(self) -> int:
         return self._share
@@ -72,12 +94,29 @@ class EpochOrder(Sequence):
         if places.size and not -len(self) <= places.min() <= places.max() < len(self):
             raise IndexError(f"position out of range: the order holds {len(self)} records")
         mine = places.reshape(-1) % max(len(self), 1)  # this shard's positions, from 0
+        out = self._kept_order(mine) if len(self) <= _KEPT_ORDER else self._computed(mine)
+        return int(out[0]) if places.ndim == 0 else out.reshape(places.shape)
+
+    def _kept_order(self, mine: np.ndarray) -> np.ndarray:
+        """The record numbers at positions ``mine``, from the blocks computed so far (the
+        missing ones computed first). Threads that fill one block at once write the same values,
+        and a block counts as kept only once it is written."""
+        blocks = np.unique(mine // _KEPT_BLOCK)
+        for block in blocks[~self._blocks_kept[blocks]].tolist():
+            start = block * _KEPT_BLOCK
+            positions = np.arange(start, min(start + _KEPT_BLOCK, len(self)))
+            self._kept[positions] = self._computed(positions)
+            self._blocks_kept[block] = True
+        return self._kept[mine]
+
+    def _computed(self, mine: np.ndarray) -> np.ndarray:
+        """The record numbers at this shard's positions ``mine``, computed (int64)."""
         out = self._step(self._in_epoch(mine).astype(np.uint64))
         walking = np.flatnonzero(out >= self.num_records)  # stepped on until inside: rare
         while walking.size:
             out[walking] = self._step(out[walking])
             walking = walking[out[walking] >= self.num_records]
-        return int(out[0]) if places.ndim == 0 else out.astype(np.int64).reshape(places.shape)
+        return out.astype(np.int64)
 
     def _in_epoch(self, mine: np.ndarray) -> np.ndarray:
         """The epoch's positions of this shard's: its part of each global batch, in turn."""
@@ -139,11 +178,20 @@ def _reader(view: RecordView, first: EpochOrder, batch_size: int | None) -> Call
     """``read(epoch, start, stop)``: the records at positions ``start`` to ``stop`` of ``epoch``'s
     order (``first``'s, for another epoch), as whole batches (a matrix with a batch per row) if
     ``batch_size``, else a vector: the Python of a read."""
+    orders = {}  # the last epochs' orders, so that what a small one keeps serves every read
+
+    def order_of(epoch: int) -> EpochOrder:
+        order = orders.get(epoch)
+        if order is None:  # two threads may both make it: the same order
+            shards = (first.num_shards, first.shard_index, first.batch_size)
+            order = EpochOrder(len(view), first.seed, epoch, *shards)  # about 10 µs
+            orders[epoch] = order
+            for old in sorted(orders)[:-2]:  # reads of two epochs may be in flight at once
+                orders.pop(old, None)
+        return order
 
     def read(epoch: np.ndarray, start: np.ndarray, stop: np.ndarray) -> np.ndarray:
-        shards = (first.num_shards, first.shard_index, first.batch_size)
-        order = EpochOrder(len(view), first.seed, int(epoch), *shards)  # costs about 10 µs
-        records = np.array(view[order[start:stop]], dtype=object)
+        records = np.array(view[order_of(int(epoch))[start:stop]], dtype=object)
         if batch_size is None:
             return records
         return records.reshape(-1, batch_size if len(records) % batch_size == 0 else len(records))

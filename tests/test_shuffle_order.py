@@ -59,6 +59,42 @@ def test_slices_arrays_and_negative_positions_agree_with_the_whole_order():
     assert np.array_equal(permutation(1_000, 3, 2), whole)  # the same every time
 
 
+@pytest.mark.parametrize("n, num_shards", [(70_000, 1), (2**14 + 3, 1), (40_000, 3), (100, 1)])
+def test_a_small_order_keeps_what_it_computed_and_gives_the_same_numbers(
+    monkeypatch, n, num_shards
+):
+    """Orders up to 2**20 positions keep their computed blocks; the numbers are those computed
+    position by position (the path of larger orders), in any order of access."""
+    from helpers import shuffle
+
+    order = EpochOrder(n, 5, 1, num_shards, num_shards - 1, 64)
+    rng = np.random.default_rng(0)
+    keys = [slice(0, 256), rng.integers(len(order), size=500), slice(len(order) - 300, None)]
+    keys += [slice(2**14 - 10, 2**14 + 10), slice(None)]
+    got = [order[key] for key in keys]  # blocks kept as these are read
+    assert order._blocks_kept.all()  # the last key read everything
+    monkeypatch.setattr(shuffle, "_KEPT_ORDER", 0)  # every order is computed afresh now
+    fresh = EpochOrder(n, 5, 1, num_shards, num_shards - 1, 64)
+    assert fresh._kept is None
+    for key, kept in zip(keys, got, strict=True):
+        assert np.array_equal(kept, fresh[key]), key
+    assert sorted(got[-1].tolist()) == sorted(set(got[-1].tolist()))
+
+
+def test_a_large_order_keeps_nothing_and_a_pickled_order_stays_small():
+    import pickle
+
+    large = EpochOrder(2**20 + 1, 1)
+    large[0:1_000]
+    assert large._kept is None and large._blocks_kept is None
+    small = EpochOrder(70_000, 1)
+    before = len(pickle.dumps(small))
+    whole = small[:]
+    assert len(pickle.dumps(small)) == before < 1_000  # what it keeps is not pickled
+    copy = pickle.loads(pickle.dumps(small))
+    assert not copy._blocks_kept.any() and np.array_equal(copy[:], whole)
+
+
 @pytest.mark.parametrize("key", [[], (), range(0), [[]]])
 def test_no_positions_give_no_record_numbers(key):
     """NumPy makes an empty list float: it is still an empty list of positions."""
