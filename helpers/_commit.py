@@ -99,13 +99,14 @@ def _locked(folder: Path) -> Iterator[int]:
 
 def temporaries(paths: Sequence[Path]) -> list[Path]:
     """The files named ``.NAME.*.tmp`` beside ``paths`` (all in one folder), for the NAME of one
-    of them: what their writers have not renamed (no glob: a ``[`` in a name is itself)."""
+    of them, in name order: what their writers have not renamed (no glob: a ``[`` in a name is
+    itself)."""
     if not paths:
         return []
     folder = paths[0].parent
     names = {path.name for path in paths}
     found = []
-    for name in os.listdir(folder):
+    for name in sorted(os.listdir(folder)):  # the warning lists them in this order
         if not (name.startswith(".") and name.endswith(".tmp")):
             continue
         inner = name[1:-4]  # NAME.PID-TAGHEX, and NAME may hold dots
