@@ -553,9 +553,9 @@ def load_line() -> str:
 
 def tensorflow_mode() -> str:
     """How TensorFlow ran: ``python -m benchmarks`` prepares it as the notebooks do."""
-    import tensorflow as tf
+    from tensorflow.python.framework import config  # the public API has no getter
 
-    if tf.config.experimental.is_op_determinism_enabled():
+    if config.is_op_determinism_enabled():
         return "reproducible (op determinism on, as in the notebooks)"
     return "speed (no op determinism)"
 
