@@ -1,13 +1,14 @@
-"""The committed reference results, and the README's tables of the shuffle shootout and the
-scale runs.
+"""The committed reference results, and the README's tables of the shuffle shootout, the
+scale runs and the input pipeline.
 
 `python -m benchmarks --reference NAME` writes `benchmarks/reference/NAME.json` (the same JSON
 as `benchmarks/results/`, which git ignores): the commit, the machine and its load, the
 package versions, every comparison's seconds, median ratio and range. The README quotes the
 shootout's headline ratios from `reference/shuffle.json` in the table :func:`shuffle_table`
-makes, and the scale runs from `reference/scale.json` in :func:`scale_table`'s;
-`python -m benchmarks.reference` prints both, and tests/test_benchmark_reference.py checks that
-the README holds exactly those tables.
+makes, the scale runs from `reference/scale.json` in :func:`scale_table`'s, and
+``voc_batches`` from `reference/pipeline.json` in :func:`pipeline_table`'s;
+`python -m benchmarks.reference` prints all three, and tests/test_benchmark_reference.py
+checks that the README holds exactly those tables.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from benchmarks import bench_pipeline
 from benchmarks.bench_shuffle import GLOBAL, SHUFFLE, VIEW, grain_name
 
 FOLDER = Path(__file__).resolve().parent / "reference"
@@ -189,6 +191,47 @@ def scale_table(record: dict) -> str:
     return "\n".join(lines) + "\n"
 
 
+def ratio_cell(found: dict) -> str:
+    low, high = found["speed_ratio_range"]
+    return f"{found['speed_ratio_median']:.2f}x ({low:.2f}-{high:.2f})"
+
+
+def pipeline_table(record: dict) -> str:
+    """The README's table of ``voc_batches`` against bare reading and TensorFlow's fastest
+    reader of the same records: every comparison ``bench_pipeline`` holds to issue 14's goal,
+    in wall time and in the CPU time of the same runs, and whether the goal was met."""
+    step_five = bench_pipeline.STEPS["voc_batches"][0]
+    rows = []
+    for found in record["comparisons"]:
+        if found["goal"] is None:
+            continue
+        cpu = comparison(record, f"{found['name']}, CPU time")
+        against = found["name"].removeprefix("5 voc_batches, ")
+        if found["name"] == step_five:
+            against = f"{bench_pipeline.RECORDS} records per epoch, against bare reading"
+        met = "yes" if found["goal_met"] else "no"
+        rows.append(f"| {against} | {ratio_cell(found)} | {ratio_cell(cpu)} | {met} |")
+    times = len(found["baseline_seconds"])  # the runs of the last row; every row has as many
+    lines = [
+        f"Reference run (`benchmarks/reference/pipeline.json`, commit {record['commit'][:7]}): "
+        f"{record['machine']['cpus']} CPUs, load average "
+        f"{record['machine']['load_average'][0]:.1f} at its end; TensorFlow in "
+        f"{record['pipeline']['tensorflow_mode']}; {record['pipeline']['page_cache']} page "
+        "cache (every file read before timing); raw-schema "
+        f"records of VOC's sizes in {bench_pipeline.SHARDS} shards, batches of "
+        f"{bench_pipeline.BATCH}, crop {bench_pipeline.CROP[0]}x{bench_pipeline.CROP[1]}, "
+        f"shuffle buffer {bench_pipeline.BUFFER}; {times} alternating runs after a warm-up; "
+        "speed ratio of `voc_batches` (>1: it is faster), median with its range.",
+        "",
+        "| `voc_batches`: records, baseline | wall time | CPU time (all threads) | "
+        f"goal met (median >= {bench_pipeline.GOAL}x, every run >= {bench_pipeline.FLOOR}x) |",
+        "|---|---|---|---|",
+        *rows,
+    ]
+    return "\n".join(lines) + "\n"
+
+
 if __name__ == "__main__":
     print(shuffle_table(load("shuffle")))
-    print(scale_table(load("scale")), end="")
+    print(scale_table(load("scale")))
+    print(pipeline_table(load("pipeline")), end="")

@@ -2,7 +2,7 @@
 
 No timing is checked here (the machines are noisy): only that each reference result in
 benchmarks/reference/ is complete and consistent with its own measured seconds, and that the
-README's table is the one `benchmarks/reference.py` makes from reference/shuffle.json.
+README's tables are the ones `benchmarks/reference.py` makes from them.
 """
 
 import re
@@ -15,7 +15,7 @@ from benchmarks import reference
 
 ROOT = Path(__file__).resolve().parents[1]
 #: The benchmarks whose reference result is committed (issue 25).
-REFERENCED = ["records", "shuffle", "beam"]
+REFERENCED = ["records", "shuffle", "beam", "pipeline"]
 SIZES = ["800", "100", "10000"]  # bench_shuffle.RECORD_SIZES, headline first
 
 
@@ -292,3 +292,40 @@ def check_scale(result: dict, sets: list[str], sample: int) -> None:
         assert memory["extra_uss_mib"] == pytest.approx(extra), name
         assert found["epoch_order"]["records"] == found["records"], name
         assert {"write_seconds", "index_seconds"} <= set(found), f"{name}: write and index times"
+
+
+def test_the_pipeline_reference_measures_voc_batches_whole_and_in_the_steady_state():
+    result = reference.load("pipeline")
+    assert result["pipeline"]["page_cache"] == "warm" and result["pipeline"]["tensorflow_mode"]
+    held = [found["name"] for found in result["comparisons"] if found["goal"] is not None]
+    assert held[0] == "5 voc_batches: 4 + checks, buffer_size=0, autotune off", held
+    assert "5 voc_batches, 1,464 records per epoch, against bare reading" in held
+    steady = "5 voc_batches, the middle half of 1,464 records, against bare reading"
+    assert steady in held, held
+    for name in held:  # each measured in CPU time too, in the same runs
+        wall = reference.comparison(result, name)
+        cpu = reference.comparison(result, f"{name}, CPU time")
+        assert len(wall["baseline_seconds"]) == len(cpu["baseline_seconds"]) == 9
+        assert (wall["goal"], wall["worst_goal"]) == (0.6, 0.5)
+
+
+def test_the_readme_quotes_the_pipeline_reference_table_exactly():
+    table = reference.pipeline_table(reference.load("pipeline"))
+    readme = (ROOT / "README.md").read_text()
+    assert table in readme, (
+        f"README.md should hold this table (python -m benchmarks.reference):\n{table}"
+    )
+
+
+def test_the_pipeline_table_has_a_row_per_goal_that_changes_with_its_ratio():
+    result = reference.load("pipeline")
+    before = reference.pipeline_table(result)
+    held = [found for found in result["comparisons"] if found["goal"] is not None]
+    assert before.count("\n| ") == len(held) + 1  # the header, then a row each
+    for found in held:
+        found["speed_ratio_median"] += 0.5
+        assert reference.pipeline_table(result) != before, found["name"]
+        found["speed_ratio_median"] -= 0.5
+        found["goal_met"] = not found["goal_met"]
+        assert reference.pipeline_table(result) != before, found["name"]
+        found["goal_met"] = not found["goal_met"]

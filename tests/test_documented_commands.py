@@ -29,6 +29,8 @@ NOT_RUN = {
     "python -m benchmarks suite": "runs this test suite three times and measures time",
     "python -m benchmarks --reference shuffle": "runs the shootout for about an hour and rewrites "
     "the committed reference; tests/test_benchmark_reference.py checks the result it records",
+    "python -m benchmarks --reference pipeline": "measures time for about five minutes and "
+    "rewrites the committed reference; tests/test_benchmark_reference.py checks what it records",
     "make bench-scale": "writes 22 GB and reads it from a cold page cache for hours; "
     "tests/test_benchmark_reference.py checks the result it records",
     "python -m benchmarks.reference": "prints the tables of the committed reference results; "
