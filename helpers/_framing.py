@@ -1,7 +1,7 @@
 """How a TFRecord file frames each record (notebook 11, "Take one record apart"), and the one
-check of a record, with a reason for each kind of damage (notebook 11, "Check a record as every
-reader does"). The ``unframe`` functions are its fast forms: they compare with the bytes
-:func:`frame` makes, and a record that fails goes to the check, which says why.
+check of a record, with a reason for each kind of damage (notebook 11, "Check a record as
+TensorFlow's reader does"). The ``unframe`` functions are its fast forms: they compare with the
+bytes :func:`frame` makes, and a record that fails goes to the check, which says why.
 """
 
 import functools
@@ -72,8 +72,8 @@ def check_header(
     header: bytes, path: PathLike, index: int, offset: int, limit: int | None = None
 ) -> int:
     """Check one 12-byte record header; return the payload length it announces (notebook 11,
-    "Check a record as every reader does"). RecordError if the header is cut short, its length
-    CRC does not match, or the length is over ``limit`` (``None``: no limit)."""
+    "Check a record as TensorFlow's reader does"). RecordError if the header is cut short, its
+    length CRC does not match, or the length is over ``limit`` (``None``: no limit)."""
     if len(header) < HEADER_SIZE:
         hint = " (or this is not a TFRecord file)" if index == 0 else ""
         reason = f"file ends inside a record header ({len(header)} of 12 bytes){hint}"
@@ -121,8 +121,8 @@ def check_crc(masked: int, footer: bytes, path: PathLike, index: int, offset: in
 
 def check_payload(body: bytes, length: int, path: PathLike, index: int, offset: int) -> bytes:
     """Check a record's payload and its 4-byte CRC in ``body``; return the payload (notebook 11,
-    "Check a record as every reader does"). RecordError if ``body`` is cut short or the payload
-    CRC does not match."""
+    "Check a record as TensorFlow's reader does"). RecordError if ``body`` is cut short or the
+    payload CRC does not match."""
     payload = body[:length]  # sliced once: a slice of a large payload is a copy
     check_size(len(body), length, path, index, offset)
     check_crc(masked_crc32c(payload), body[length:], path, index, offset)

@@ -1,6 +1,6 @@
 """TFRecord files in pure Python: write, read and verify them, plain, ``"GZIP"`` or ``"ZLIB"``
 as TensorFlow writes them (notebook 04, "Compress the files: GZIP and ZLIB"; notebook 11, "Check
-a record as every reader does"), with the record check of ``helpers._framing``.
+a record as TensorFlow's reader does"), with the record check of ``helpers._framing``.
 """
 
 import contextlib
@@ -109,7 +109,7 @@ def write_records(
     """Write ``payloads`` as TFRecord records to ``path``; return how many were written.
 
     ``tf.io.TFRecordWriter``, made sturdy (notebook 07, "Write 70,000 records sorted by label";
-    notebook 11, "Check a record as every reader does" shows its bytes are TensorFlow's): the
+    notebook 11, "Check a record as TensorFlow's reader does" shows its bytes are TensorFlow's): the
     file appears only when complete. Raises FileExistsError if ``path`` exists and not
     ``overwrite``, FileNotFoundError if its folder does not exist, ValueError for an unknown
     ``compression``, TypeError for a non-bytes payload.
@@ -215,9 +215,9 @@ def iter_records(
     max_record_bytes: int | None = None,
 ) -> Iterator[bytes] | Iterator[tuple[int, bytes]]:
     """Yield the payload of every record, both CRCs checked (notebook 11, "Check a record as
-    every reader does"); with ``offsets=True``, ``(offset in the uncompressed stream, payload)``
-    (notebook 12, "Damage a file on purpose"). Raises RecordError at the first damaged record
-    or one over ``max_record_bytes`` (default 256 MiB; refused unread), ValueError for an
+    TensorFlow's reader does"); with ``offsets=True``, ``(offset in the uncompressed stream,
+    payload)`` (notebook 12, "Damage a file on purpose"). Raises RecordError at the first damaged
+    record or one over ``max_record_bytes`` (default 256 MiB; refused unread), ValueError for an
     unknown ``compression``, FileNotFoundError if there is no file."""
     limit = framing.MAX_RECORD_BYTES if max_record_bytes is None else max_record_bytes
     limit = check_int(limit, "max_record_bytes", minimum=0)
